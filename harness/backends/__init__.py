@@ -1,0 +1,1 @@
+"""Backends run an ELF and return one result schema (see embedded.run)."""

@@ -1,0 +1,96 @@
+"""The embedded backend: pulp-odl's own cycle-level simulator (platforms/pulpsim, C++)."""
+from __future__ import annotations
+
+from harness import elf as elfmod
+from harness.errors import UserError
+from harness.platform import Platform
+
+DEFAULT_MAX_CYCLES = 2_000_000_000
+
+# The stall categories of the cycle report, as (report key, simulator event).
+STALLS = (
+    ("load_use", "load_use"), ("mul", "mul"), ("dependency", "dependency"), ("branch", "branch"),
+    ("jump", "jump"), ("fetch", "fetch"), ("div", "div"), ("fpu_div", "fpu_div"),
+    ("fpu_contention", "fpu_contention"), ("bus", "bus"), ("misaligned", "misaligned"),
+    ("tcdm_conflict", "tcdm_conflict"), ("wait", "wait"),
+)
+
+
+def simulator():
+    try:
+        from harness import _pulpsim
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise UserError(f"the simulator extension is not built ({e}); run 'make setup'") from None
+    return _pulpsim
+
+
+def version() -> str:
+    from harness import __version__
+    return f"pulpsim-{__version__}+isa.{simulator().ISA_SHA256[:12]}"
+
+
+def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None) -> dict:
+    """Run an ELF to completion. Returns the result schema shared by every backend."""
+    sim = simulator()
+    prog = elfmod.load(elf_path)
+    m = sim.Machine(platform.sim_config())
+    for seg in prog.segments:
+        try:
+            m.load(seg.addr, seg.data)
+        except RuntimeError as e:
+            raise UserError(f"{elf_path}: {e} (was it built for platform '{platform.name}'?)") from None
+    lo, hi = prog.text_range
+    if hi > lo:
+        m.set_text(lo, hi)
+    m.start(prog.entry)
+    limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
+    r = m.run(limit, trace or "")
+    cores = r["cores"]
+    stalls = {key: sum(c[ev] for c in cores) for key, ev in STALLS}
+    out = {
+        "backend": "embedded",
+        "simulator": version(),
+        "platform": platform.name,
+        "status": r["status"],
+        "exit_code": r["exit_code"] if r["status"] == "exit" else None,
+        "cycles": r["cycles"],
+        "instructions": r["instructions"],
+        "ipc": round(r["instructions"] / r["cycles"], 4) if r["cycles"] else 0.0,
+        "stdout": r["stdout"].decode("utf-8", errors="replace"),
+        "stalls": stalls,
+        "cores": cores,
+        "host_seconds": r["host_seconds"],
+        "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
+    }
+    if "fault" in r:
+        f = dict(r["fault"])
+        f["insn"] = _insn_at(m, f["pc"], platform)
+        out["fault"] = f
+    return out
+
+
+def _insn_at(m, pc: int, platform: Platform) -> dict:
+    sim = simulator()
+    try:
+        raw = int.from_bytes(m.read(pc, 4), "little")
+    except RuntimeError:
+        try:
+            raw = int.from_bytes(m.read(pc, 2), "little")
+        except RuntimeError:
+            return {"word": None, "text": "<unmapped>"}
+    if raw & 3 != 3:
+        raw &= 0xFFFF
+    sep = platform.isa["fp_regfile"] == "separate"
+    return {"word": raw, "text": sim.disasm(raw, pc, sep)}
+
+
+def fault_line(result: dict) -> str:
+    """The one stderr line that names a fault: kind, detail, pc and the instruction there."""
+    f = result["fault"]
+    insn = f.get("insn") or {}
+    word = insn.get("word")
+    wtxt = f"{word:0{8 if word is not None and word > 0xFFFF else 4}x}" if word is not None else "?"
+    core = f.get("core", 0)
+    who = "fc" if core in (0, -1) else f"cluster core {core - 1}"
+    detail = f": {f['detail']}" if f.get("detail") else ""
+    return f"{f['kind']}{detail} ({who}, pc 0x{f['pc']:08x}: {wtxt} {insn.get('text', '')})"

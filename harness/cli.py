@@ -1,0 +1,65 @@
+"""Command-line entry point: `pulp-odl <command> ...`.
+
+Each command is a module in harness/commands/ that defines NAME, HELP, add_arguments(parser)
+and run(args) -> int. Commands are discovered, so adding one touches no other file.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from harness import __version__
+from harness.errors import UserError
+import harness.commands
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        self.exit(2, f"pulp-odl: error: {message} (see 'pulp-odl {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"pulp-odl: error: {message} (see 'pulp-odl --help')\n")
+
+
+def _commands():
+    mods = []
+    for info in pkgutil.iter_modules(harness.commands.__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"harness.commands.{info.name}")
+        if hasattr(mod, "NAME") and hasattr(mod, "run"):
+            mods.append(mod)
+    return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
+
+
+def build_parser():
+    parser = _Parser(prog="pulp-odl", description="Measure on-device learning on a simulated PULP MCU.")
+    parser.add_argument("--version", action="version", version=f"pulp-odl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for mod in _commands():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as e:
+        print(f"pulp-odl: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("pulp-odl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

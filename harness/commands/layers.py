@@ -1,0 +1,83 @@
+"""`pulp-odl layers`: a network's weight layers for a dataset's input size."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.nets import (ROW_COLUMNS, build_network, cut_points, dataset_names, dataset_spec, layer_rows,
+                          network_names)
+
+NAME = "layers"
+HELP = "list a network's layers (shapes, MACs, params, activations, replay cut ids)"
+ORDER = 20
+FORMATS = ("table", "csv", "json")
+
+
+def console() -> Console:
+    # Off a terminal rich falls back to 80 columns, which folds wide tables into unreadable cells.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def add_net_arguments(parser) -> None:
+    parser.add_argument("--net", required=True, choices=network_names(), help="network")
+    parser.add_argument("--dataset", required=True, choices=dataset_names(),
+                        help="dataset: sets the input resolution (cifar10 32x32, core50 128x128) and 10 classes")
+    parser.add_argument("--resolution", type=int, help="override the input resolution (H = W)")
+    parser.add_argument("--classes", type=int, help="override the number of classes")
+
+
+def add_arguments(parser) -> None:
+    add_net_arguments(parser)
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def build_from_args(args):
+    return build_network(args.net, args.dataset, resolution=args.resolution, num_classes=args.classes)
+
+
+def _ops(net) -> list[dict]:
+    return [{"name": op.name, "kind": op.kind, "block": op.block, "inputs": list(op.inputs), "output": op.output,
+             "shape": list(net.tensors[op.output]), "attrs": dict(op.attrs)} for op in net.ops]
+
+
+def run(args) -> int:
+    net = build_from_args(args)
+    rows = layer_rows(net)
+    if args.format == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=ROW_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return 0
+    cuts = [{"layer_id": k, "block": block} for k, block in cut_points(net)]
+    if args.format == "json":
+        doc = {"network": net.name, "title": net.title, "dataset": args.dataset, "resolution": net.resolution,
+               "num_classes": net.num_classes, "config": dict(net.config),
+               "totals": {"weight_layers": len(rows), "macs_fw": net.macs, "params": net.params,
+                          "bn_params": net.bn_params},
+               "cut_points": cuts, "layers": rows, "ops": _ops(net)}
+        json.dump(doc, sys.stdout, indent=1, default=list)
+        sys.stdout.write("\n")
+        return 0
+
+    table = Table(title=f"{net.title}, {net.resolution}x{net.resolution}, {net.num_classes} classes "
+                        f"({dataset_spec(args.dataset).description if args.resolution is None else 'custom input'})")
+    for col, justify in (("idx", "right"), ("layer", "left"), ("id", "right"), ("type", "left"),
+                         ("Cin>Cout", "right"), ("in HxW", "right"), ("out HxW", "right"), ("k/s/g", "right"),
+                         ("MACs", "right"), ("params", "right"), ("act in", "right"), ("act", "left"),
+                         ("residual", "left")):
+        table.add_column(col, justify=justify)
+    for r in rows:
+        table.add_row(str(r["idx_from_classifier"]), r["name"], str(r["layer_id"]), r["type"],
+                      f"{r['Cin']}>{r['Cout']}", f"{r['H_in']}x{r['W_in']}", f"{r['H_out']}x{r['W_out']}",
+                      f"{r['kernel']}/{r['stride']}/{r['groups']}", f"{r['MACs_fw']:,}", f"{r['params']:,}",
+                      f"{r['act_in_elems']:,}", r["act_after"], r["residual"])
+    out = console()
+    out.print(table)
+    out.print(f"{len(rows)} weight layers, {net.macs:,} MACs forward, {net.params:,} params "
+              f"(+{net.bn_params:,} BN). 'id' is the layer_id that makes the row's block trainable "
+              f"(1 = classifier only, {len(cuts)} = whole network).")
+    return 0

@@ -1,0 +1,137 @@
+"""Generate pulp_kernels/include/pulp_isa.h: the PULP instructions as `.insn` for clang.
+
+Clang knows nothing of the PULP extensions, so every PULP instruction is emitted with the
+assembler's `.insn` directive, in the R, I, S or B layout that covers its operand fields. For each
+instruction the header gives
+  PULP_<ID>(operands...)   an assembler string for use inside a kernel's asm block
+                            (register operands are tokens such as a0 or %[acc]; immediates are numbers)
+  pulp_<id>(...)           a C inline function, for register-to-register value instructions
+and MATCH_/MASK_ constants for every instruction of the table.
+"""
+from __future__ import annotations
+
+from harness.isa.model import Insn, Isa
+
+PULP_EXTS = ("xpulp", "xfvec")
+_POS = {"rd": (11, 7), "rs1": (19, 15), "rs2": (24, 20)}
+
+
+def _position(f):
+    """Which standard 5-bit register position a field sits in, or None."""
+    bits = f.insn_bits
+    for name, (hi, lo) in _POS.items():
+        if bits <= set(range(lo, hi + 1)):
+            return name
+    return None
+
+
+def _layout(i: Insn):
+    names = {f.name for f in i.ops}
+    if "imm_s" in names:
+        return "s"
+    if "imm_b" in names:
+        return "b"
+    if any(f.insn_bits == set(range(20, 32)) for f in i.ops):
+        return "i"
+    return "r"
+
+
+def _is_reg(f) -> bool:
+    return f.kind in ("xreg", "freg", "creg", "creg_f")
+
+
+def _operand(f, name: str) -> str:
+    """Assembler text for one operand: registers pass through; immediates in register fields become x<N>."""
+    return f'" #{name} "' if _is_reg(f) or f.insn_bits == set(range(20, 32)) else f'"x" #{name} "'
+
+
+def macro(i: Insn) -> str:
+    lay = _layout(i)
+    opc = i.match & 0x7F
+    f3 = (i.match >> 12) & 7
+    f7 = (i.match >> 25) & 0x7F
+    params = [f.name for f in i.ops]
+    byslot = {}
+    for f in i.ops:
+        pos = _position(f)
+        if pos:
+            byslot[pos] = f
+    imm12 = next((f for f in i.ops if f.insn_bits == set(range(20, 32))), None)
+
+    def reg(pos):
+        f = byslot.get(pos)
+        if f is None:
+            return "x0"
+        return _operand(f, f.name).strip('"').strip()
+
+    def at(pos):
+        f = byslot.get(pos)
+        if f is None:
+            return '"x0"'
+        if _is_reg(f):
+            return f"#{f.name}"
+        return f'"x" #{f.name}'
+
+    if lay == "r":
+        body = f'".insn r 0x{opc:02x}, {f3}, 0x{f7:02x}, " {at("rd")} ", " {at("rs1")} ", " {at("rs2")}'
+    elif lay == "i":
+        body = f'".insn i 0x{opc:02x}, {f3}, " {at("rd")} ", " {at("rs1")} ", " #{imm12.name}'
+    elif lay == "s":
+        body = f'".insn s 0x{opc:02x}, {f3}, " {at("rs2")} ", " #imm_s "(" {at("rs1")} ")"'
+        # register-increment stores keep a register in rd's position: not expressible as S
+        if "rs3_s" in params:
+            body = f'".insn r 0x{opc:02x}, {f3}, 0x{f7:02x}, " {at("rd")} ", " {at("rs1")} ", " {at("rs2")}'
+    else:
+        body = f'".insn b 0x{opc:02x}, {f3}, " {at("rs1")} ", " {at("rs2")} ", " #imm_b'
+    del reg
+    return f"#define PULP_{i.id.upper()}({', '.join(params)}) {body}"
+
+
+def _value_function(i: Insn) -> str | None:
+    """A C function for pure register-to-register instructions (no memory, no control, no immediates)."""
+    if i.timing not in ("alu", "fpu", "fdiv_s", "fdiv_h"):
+        return None
+    if any(not _is_reg(f) for f in i.ops):
+        return None
+    dst = next((f for f in i.ops if f.role in ("dst", "srcdst")), None)
+    if dst is None:
+        return None
+    srcs = [f for f in i.ops if f.role == "src"]
+    args = []
+    if dst.role == "srcdst":
+        args.append("uint32_t acc")
+    args += [f"uint32_t {f.name}" for f in srcs]
+    ops = ", ".join(f"[{f.name}] \"r\"({f.name})" for f in srcs)
+    if dst.role == "srcdst":
+        init = "uint32_t r = acc;"
+        outs = '[r] "+r"(r)'
+    else:
+        init = "uint32_t r;"
+        outs = '[r] "=r"(r)'
+    asm_args = ", ".join(("%[r]" if f is dst else f"%[{f.name}]") for f in i.ops)
+    return (f"static inline uint32_t pulp_{i.id}({', '.join(args)}) {{\n"
+            f"  {init}\n  __asm__ volatile (PULP_{i.id.upper()}({asm_args}) : {outs} : {ops});\n  return r;\n}}")
+
+
+def gen_header(isa: Isa) -> str:
+    out = [f"/* Generated from isa/*.toml by harness/isa/gen_cheader.py (table sha256 {isa.sha256}). Do not edit. */",
+           "#ifndef PULP_ISA_H", "#define PULP_ISA_H", "#include <stdint.h>", ""]
+    out.append("/* MATCH_/MASK_: fixed bits of every instruction of the table */")
+    for i in isa.insns:
+        out.append(f"#define MATCH_{i.id.upper()} 0x{i.match:08x}u")
+        out.append(f"#define MASK_{i.id.upper()} 0x{i.mask:08x}u")
+    out.append("")
+    out.append("/* PULP instructions as assembler strings (operands: register tokens or immediate numbers) */")
+    for i in isa.insns:
+        if i.ext in PULP_EXTS:
+            out.append(f"/* {i.name} {i.asm} */")
+            out.append(macro(i))
+    out.append("")
+    out.append("/* PULP register-to-register instructions as C functions */")
+    for i in isa.insns:
+        if i.ext in PULP_EXTS:
+            fn = _value_function(i)
+            if fn:
+                out.append(fn)
+    out.append("\n#endif /* PULP_ISA_H */")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,97 @@
+"""Valid network and dataset names, and the one entry point that builds a network for a dataset."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from harness.errors import UserError
+from harness.nets import mobilenetv2, phinet
+from harness.nets.layer import Network
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    name: str
+    builder: Callable[..., Network]
+    defaults: dict
+    description: str
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    resolution: int
+    num_classes: int
+    description: str
+
+
+NETWORKS: dict[str, NetSpec] = {
+    "mobilenetv2": NetSpec("mobilenetv2", mobilenetv2.build, mobilenetv2.DEFAULTS,
+                           "MobileNetV2 (torchvision), width 0.75"),
+    "phinet": NetSpec("phinet", phinet.build, phinet.DEFAULTS,
+                      "PhiNet (micromind), alpha 1.1, beta 0.75, t0 5, 7 layers"),
+}
+
+# Both benchmarks use a 10-way classifier; resolutions are the datasets' native image sizes.
+DATASETS: dict[str, DatasetSpec] = {
+    "cifar10": DatasetSpec("cifar10", 32, 10, "Split CIFAR-10, 32x32, 5 tasks of 2 classes"),
+    "core50": DatasetSpec("core50", 128, 10, "CORe50 (10 categories), 128x128, 5 tasks of 2 categories"),
+}
+
+
+def network_names() -> list[str]:
+    return list(NETWORKS)
+
+
+def dataset_names() -> list[str]:
+    return list(DATASETS)
+
+
+def net_spec(name: str) -> NetSpec:
+    try:
+        return NETWORKS[name]
+    except KeyError:
+        raise UserError(f"unknown network '{name}'; choose one of: {', '.join(NETWORKS)}") from None
+
+
+def dataset_spec(name: str) -> DatasetSpec:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise UserError(f"unknown dataset '{name}'; choose one of: {', '.join(DATASETS)}") from None
+
+
+def build_network(net: str, dataset: str | None = None, *, resolution: int | None = None,
+                  num_classes: int | None = None, **params) -> Network:
+    """Build `net` for `dataset` (or an explicit resolution / class count).
+
+    Extra keyword arguments override the network's hyper-parameters (e.g. width=1.0 for
+    MobileNetV2, num_layers=8 for PhiNet).
+    """
+    spec = net_spec(net)
+    ds = dataset_spec(dataset) if dataset is not None else None
+    if resolution is None:
+        if ds is None:
+            raise UserError("give a dataset or a resolution to build a network for")
+        resolution = ds.resolution
+    if num_classes is None:
+        num_classes = ds.num_classes if ds is not None else 10
+    for what, value in (("resolution", resolution), ("number of classes", num_classes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"{what} must be a positive integer, got {value!r}")
+    unknown = set(params) - set(spec.defaults)
+    if unknown:
+        raise UserError(f"unknown {net} parameter '{sorted(unknown)[0]}'; valid: {', '.join(spec.defaults)}")
+    merged = {**spec.defaults, **params}
+    key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in merged.items()))
+    return _build(net, resolution, num_classes, key)
+
+
+@lru_cache(maxsize=64)
+def _build(net: str, resolution: int, num_classes: int, key: tuple) -> Network:
+    try:
+        return NETWORKS[net].builder(resolution, num_classes, **dict(key))
+    except ValueError as e:
+        # A builder rejects geometry it cannot realise (e.g. an input too small for the strides).
+        raise UserError(f"cannot build {net} at {resolution}x{resolution}: {e}") from None

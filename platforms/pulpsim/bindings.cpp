@@ -1,0 +1,121 @@
+// Python binding of the simulator: harness/backends/embedded.py is its only user.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "sim.hpp"
+
+namespace py = pybind11;
+using namespace pulpsim;
+
+static const char* status_name(Status s) {
+  switch (s) {
+    case Status::Running: return "running";
+    case Status::Exited: return "exit";
+    case Status::Fault: return "fault";
+    case Status::CycleLimit: return "cycle_limit";
+    case Status::Deadlock: return "deadlock";
+  }
+  return "?";
+}
+
+static py::dict core_events(const Core& c) {
+  py::dict e;
+  e["cycles"] = c.cycle;
+  e["instructions"] = c.ev[EV_INSTR];
+  e["active_cycles"] = c.ev[EV_CYCLES];
+  e["load_use"] = c.ev[X_LOAD_USE];
+  e["mul"] = c.ev[X_MUL];
+  e["dependency"] = c.ev[X_DEP];
+  e["branch"] = c.ev[X_BRANCH];
+  e["jump"] = c.ev[X_JUMP];
+  e["fetch"] = c.ev[EV_IMISS];
+  e["div"] = c.ev[X_DIV];
+  e["fpu_div"] = c.ev[X_FDIV];
+  e["fpu_contention"] = c.ev[X_FPU_CONT];
+  e["bus"] = c.ev[X_BUS];
+  e["misaligned"] = c.ev[X_MISALIGNED];
+  e["wait"] = c.ev[X_WAIT];
+  e["tcdm_conflict"] = c.ev[X_TCDM];
+  e["loads"] = c.ev[EV_LD];
+  e["stores"] = c.ev[EV_ST];
+  e["branches"] = c.ev[EV_BRANCH];
+  e["taken_branches"] = c.ev[EV_TAKEN];
+  e["jumps"] = c.ev[EV_JUMP];
+  e["compressed"] = c.ev[EV_RVC];
+  return e;
+}
+
+PYBIND11_MODULE(_pulpsim, m) {
+  m.doc() = "Cycle-level PULP MCU simulator";
+  m.attr("ISA_SHA256") = isa_table_sha256;
+  m.def("disasm", &disasm, py::arg("word"), py::arg("pc") = 0, py::arg("fp_separate") = false);
+  m.def(
+      "decode_name",
+      [](uint32_t w, bool fp_sep) {
+        Insn d;
+        isa_decode(w, d, fp_sep);
+        return std::string(d.op == OP_ILLEGAL ? "" : op_info[d.op].name);
+      },
+      py::arg("word"), py::arg("fp_separate") = false);
+
+  py::class_<Machine>(m, "Machine")
+      .def(py::init<const std::map<std::string, double>&>())
+      .def("load", [](Machine& mc, uint32_t addr, py::bytes data) {
+        std::string s = data;
+        mc.load_bytes(addr, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+      })
+      .def("read", [](Machine& mc, uint32_t addr, size_t n) {
+        std::string s(n, '\0');
+        mc.read_bytes(addr, reinterpret_cast<uint8_t*>(&s[0]), n);
+        return py::bytes(s);
+      })
+      .def("set_text", &Machine::set_text)
+      .def("start", &Machine::start_fc)
+      .def("run", [](Machine& mc, uint64_t max_cycles, const std::string& trace_path) {
+        if (!trace_path.empty()) {
+          mc.trace = std::fopen(trace_path.c_str(), "w");
+          if (!mc.trace) throw std::runtime_error("cannot open trace file " + trace_path);
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = mc.run(max_cycles);
+        }
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (mc.trace) {
+          std::fclose(mc.trace);
+          mc.trace = nullptr;
+        }
+        py::dict r;
+        r["status"] = status_name(s);
+        r["exit_code"] = mc.exit_code;
+        r["stdout"] = py::bytes(mc.out);
+        r["host_seconds"] = secs;
+        uint64_t cycles = 0, instr = 0;
+        py::list cores;
+        for (auto& c : mc.cores) {
+          if (c->cycle > cycles) cycles = c->cycle;
+          instr += c->ev[EV_INSTR];
+          py::dict cd = core_events(*c);
+          cd["core"] = c->is_fc ? std::string("fc") : std::to_string(c->index - 1);
+          cores.append(cd);
+        }
+        r["cycles"] = cycles;
+        r["instructions"] = instr;
+        r["cores"] = cores;
+        if (s != Status::Exited) {
+          py::dict f;
+          f["kind"] = mc.fault.kind;
+          f["detail"] = mc.fault.detail;
+          f["pc"] = mc.fault.pc;
+          f["core"] = mc.fault.core;
+          if (mc.fault.has_addr) f["addr"] = mc.fault.addr;
+          r["fault"] = f;
+        }
+        return r;
+      }, py::arg("max_cycles"), py::arg("trace") = std::string());
+}

@@ -1,0 +1,457 @@
+// One RI5CY-class core: fetch, decode cache, execute, and the timing rules of GVSoC's ISS v1
+// (platform-facts 3.1-3.4): one instruction per cycle plus stalls; loads stall for the bus latency
+// and leave a one-cycle load-use gap; mul/mulh stall unconditionally and leave a one-cycle gap;
+// taken branches and jumps pay a penalty; a 16-byte prefetch buffer refills per line.
+#include <cstring>
+
+#include "sem.hpp"
+#include "sim.hpp"
+
+namespace pulpsim {
+
+Core::Core(Machine* mach, int idx, bool fc, uint32_t hid) : m(mach), index(idx), is_fc(fc), hartid(hid) {
+  const Config& c = m->cfg;
+  std::memset(X, 0, sizeof(X));
+  std::memset(ev, 0, sizeof(ev));
+  std::memset(pccr, 0, sizeof(pccr));
+  std::memset(pc_base, 0, sizeof(pc_base));
+  reset_scoreboard();
+  fo = m->fp_separate ? 32 : 0;
+  apu_idx = fc ? 14 : 18;
+  branch_extra = c.u("timing.branch_taken") - 1;
+  jump_extra = c.u("timing.jump") - 1;
+  mul_lat = c.u("timing.mul");
+  mulh_lat = c.u("timing.mulh");
+  fdiv_s_lat = c.u("timing.fdiv_s");
+  fdiv_h_lat = c.u("timing.fdiv_h");
+  elw_overhead = c.u("timing.elw_overhead");
+  misaligned_extra_access = c.u("timing.misaligned_extra_access") != 0;
+  if (fc) {
+    lat_l2 = c.u("mem.l2.fc_latency");
+    lat_l1 = c.u("mem.l1.fc_latency");
+    lat_apb = c.u("bus.fc_apb");
+    lat_cl_periph = c.u("bus.fc_cluster_periph");
+    lat_demux = c.u("bus.fc_cluster_periph");
+    fetch_latency = c.u("fc.fetch_latency");
+    icache_miss = c.u("fc.icache_miss_latency");
+    icache.init(c.u("fc.icache_size"), c.u("fc.icache_ways"), 16);
+  } else {
+    lat_l2 = c.u("mem.l2.cluster_latency");
+    lat_l1 = c.u("mem.l1.cluster_latency");
+    lat_apb = c.u("bus.cluster_apb");
+    lat_cl_periph = c.u("bus.cluster_periph");
+    lat_demux = c.u("bus.cluster_demux");
+    fetch_latency = c.u("cluster.fetch_latency");
+    icache_miss = c.u("cluster.icache_miss_latency");
+    icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), 16);
+  }
+}
+
+void Core::reset_scoreboard() {
+  for (int i = 0; i < 64; i++) {
+    ready[i] = 0;
+    ready_load[i] = false;
+  }
+}
+
+void Core::fault(const std::string& kind, const std::string& detail, bool has_addr, uint32_t addr) {
+  if (m->status != Status::Running) return;
+  m->status = Status::Fault;
+  m->fault.kind = kind;
+  m->fault.detail = detail;
+  m->fault.pc = pc;
+  m->fault.has_addr = has_addr;
+  m->fault.addr = addr;
+  m->fault.core = index;
+  slow |= SLOW_STOP;
+}
+
+uint8_t* Core::ram(uint32_t addr, uint32_t size, int& lat) {
+  uint32_t o = addr - m->l2_base;
+  if (o < m->l2_size && size <= m->l2_size - o) {
+    lat = lat_l2;
+    return &m->l2[o];
+  }
+  o = addr - m->l1_base;
+  if (o < m->l1_size && size <= m->l1_size - o) {
+    lat = lat_l1;
+    return &m->l1[o];
+  }
+  if (is_fc) {
+    // The SoC interconnect maps 0x0 to the first 32 KiB private L2 bank.
+    if (addr < 0x8000 && size <= 0x8000 - addr) {
+      lat = lat_l2;
+      return &m->l2[addr];
+    }
+  } else if (addr < m->l1_size && size <= m->l1_size - addr) {
+    lat = lat_l1;  // cluster alias of the own L1 at 0x0
+    return &m->l1[addr];
+  }
+  return nullptr;
+}
+
+static inline uint32_t rd_le(const uint8_t* p, int size) {
+  uint32_t v = 0;
+  std::memcpy(&v, p, size);
+  return v;
+}
+
+uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
+  int lat = 0;
+  uint32_t v = 0;
+  uint8_t* p = ram(addr, size, lat);
+  if (p) {
+    v = rd_le(p, size);
+  } else if (!m->mmio_read(*this, addr, size, v, lat)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "load of %d bytes from unmapped address 0x%08x", size, addr);
+    fault("unmapped access", buf, true, addr);
+    total = 1;
+    return 0;
+  }
+  if (sign) v = size == 1 ? (uint32_t)(int32_t)(int8_t)v : size == 2 ? (uint32_t)(int32_t)(int16_t)v : v;
+  total = lat + 1;
+  ev[EV_LD]++;
+  ev[X_BUS] += lat;
+  if ((addr & 3) + size > 4) {  // crosses a 32-bit word: a second full access
+    ev[EV_MISALIGNED]++;
+    ev[EV_LD]++;
+    uint32_t more = misaligned_extra_access ? lat + 1 : 1;
+    ev[X_MISALIGNED] += more;
+    total += more;
+  }
+  return v;
+}
+
+void Core::ld_rd(uint32_t rd, uint32_t addr, int size, bool sign) {
+  uint32_t total;
+  uint32_t v = load(addr, size, sign, total);
+  X[rd] = v;
+  extra += total - 1;
+  if (rd) {
+    ready[rd] = t + total + 1;
+    ready_load[rd] = true;
+  }
+}
+
+void Core::ld_frd(uint32_t rd, uint32_t addr, int size) {
+  uint32_t total;
+  uint32_t v = load(addr, size, false, total);
+  if (size == 2) v |= 0xffff0000u;  // flh NaN-boxes (GVSoC fills the upper half with ones in x registers too)
+  uint32_t r = fo + rd;
+  X[r] = v;
+  extra += total - 1;
+  if (r) {
+    ready[r] = t + total + 1;
+    ready_load[r] = true;
+  }
+}
+
+void Core::st(uint32_t addr, int size, uint32_t value) {
+  int lat = 0;
+  uint8_t* p = ram(addr, size, lat);
+  if (p) {
+    std::memcpy(p, &value, size);
+    m->invalidate(addr, size);
+  } else if (!m->mmio_write(*this, addr, size, value, lat)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "store of %d bytes to unmapped address 0x%08x", size, addr);
+    fault("unmapped access", buf, true, addr);
+    return;
+  }
+  uint32_t total = lat + 1;
+  ev[EV_ST]++;
+  ev[X_BUS] += lat;
+  if ((addr & 3) + size > 4) {
+    ev[EV_MISALIGNED]++;
+    ev[EV_LD]++;  // GVSoC counts the second beat as a load, even for a store
+    uint32_t more = misaligned_extra_access ? lat + 1 : 1;
+    ev[X_MISALIGNED] += more;
+    total += more;
+  }
+  extra += total - 1;
+}
+
+void Core::div_cost(uint32_t divisor, bool is_signed) {
+  // GVSoC's serial divider: clz(divisor) + 3 (negative signed: clz(-d) + 2; signed by zero: 1).
+  // Unsigned by zero takes clz(0), which GVSoC's x86 build evaluates to 31.
+  uint32_t cycles;
+  if (is_signed) {
+    int32_t dv = (int32_t)divisor;
+    if (dv == 0)
+      cycles = 1;
+    else if (dv > 0)
+      cycles = __builtin_clz(divisor) + 3;
+    else
+      cycles = __builtin_clz(0u - divisor) + 2;
+  } else {
+    cycles = (divisor ? __builtin_clz(divisor) : 31) + 3;
+  }
+  extra += cycles - 1;
+  ev[X_DIV] += cycles - 1;
+}
+
+int Core::rm_resolve(int rm) {
+  if (rm == 7) rm = (int)frm;
+  if (rm > 4) {
+    fault("illegal instruction", "invalid rounding mode " + std::to_string(rm));
+    return 0;
+  }
+  return rm;
+}
+
+uint64_t Core::perf_read(int n) const {
+  uint64_t v = pccr[n];
+  if ((pcmr & 1) && (pcer >> n & 1)) v += ev[n] - pc_base[n];
+  return v;
+}
+
+void Core::perf_set_active(bool on) {
+  bool was = pcmr & 1;
+  if (was && !on) {
+    for (int n = 0; n < 32; n++)
+      if (pcer >> n & 1) pccr[n] += ev[n] - pc_base[n];
+  } else if (!was && on) {
+    // The instruction that starts counting is itself not counted: rebase after it completes.
+    slow |= SLOW_PERF_REBASE;
+    for (int n = 0; n < 32; n++) pc_base[n] = ev[n];
+  }
+}
+
+uint32_t Core::csr_read(uint32_t csr, bool& ok) {
+  ok = true;
+  switch (csr) {
+    case 0x001: return fflags;
+    case 0x002: return frm;
+    case 0x003: return (frm << 5) | fflags;
+    case 0x300: return mstatus;
+    case 0x301: return 0x40000000u;  // misa: MXL = 32 only, as GVSoC
+    case 0x304: return mie;
+    case 0x305: return mtvec;
+    case 0x340: return mscratch;
+    case 0x341: return mepc;
+    case 0x342: return mcause;
+    case 0x343: return mtval;
+    case 0x344: return 0;
+    // GVSoC's mcycle does not yet include the refill of the reading instruction's own line.
+    case 0xB00: case 0xC00: case 0xC01: return (uint32_t)cycle;
+    case 0xB80: case 0xC80: case 0xC81: return (uint32_t)(cycle >> 32);
+    case 0xB02: case 0xC02: return (uint32_t)ev[EV_INSTR];
+    case 0xB82: case 0xC82: return (uint32_t)(ev[EV_INSTR] >> 32);
+    case 0xF11: case 0xF12: case 0xF13: case 0xF15: return 0;
+    case 0xF14: case 0x014: return hartid;
+    case 0xCC0: return pcer;
+    case 0xCC1: return pcmr;
+    case 0x7C0: return lp_start[0];
+    case 0x7C1: return lp_end[0];
+    case 0x7C2: return lp_count[0];
+    case 0x7C4: return lp_start[1];
+    case 0x7C5: return lp_end[1];
+    case 0x7C6: return lp_count[1];
+    default: break;
+  }
+  if (csr >= 0x780 && csr < 0x79F) return (uint32_t)perf_read(csr - 0x780);
+  if (csr == 0x79F) return 0;
+  ok = false;
+  return 0;
+}
+
+bool Core::csr_write(uint32_t csr, uint32_t v) {
+  switch (csr) {
+    case 0x001: fflags = v & 0x1f; return true;
+    case 0x002: frm = v & 7; return true;
+    case 0x003: fflags = v & 0x1f; frm = (v >> 5) & 7; return true;
+    case 0x300: mstatus = v; return true;
+    case 0x301: return true;
+    case 0x304: mie = v; return true;
+    case 0x305: mtvec = v; return true;
+    case 0x340: mscratch = v; return true;
+    case 0x341: mepc = v; return true;
+    case 0x342: mcause = v; return true;
+    case 0x343: mtval = v; return true;
+    case 0x344: return true;
+    case 0xB00: case 0xB02: case 0xB80: case 0xB82: return true;  // writes to the cycle counters are ignored
+    case 0xCC0: {
+      bool act = pcmr & 1;
+      if (act) perf_set_active(false);
+      pcer = v;
+      if (act) {
+        perf_set_active(true);
+        slow &= ~SLOW_PERF_REBASE;
+      }
+      return true;
+    }
+    case 0xCC1: perf_set_active(v & 1); pcmr = v & 3; return true;
+    case 0x7C0: lp_start[0] = v; return true;
+    case 0x7C1: lp_end[0] = v; return true;
+    case 0x7C2: HWL_COUNT(0, v); return true;
+    case 0x7C4: lp_start[1] = v; return true;
+    case 0x7C5: lp_end[1] = v; return true;
+    case 0x7C6: HWL_COUNT(1, v); return true;
+    default: break;
+  }
+  if (csr >= 0x780 && csr <= 0x79F) {
+    for (int n = 0; n < 32; n++) {
+      if (csr == 0x79F || (int)(csr - 0x780) == n) {
+        pccr[n] = v;
+        pc_base[n] = ev[n];
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+uint32_t Core::csr_op(uint32_t csr, uint32_t value, int op, bool write) {
+  bool ok;
+  uint32_t old = csr_read(csr, ok);
+  if (!ok) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "CSR 0x%03x is not implemented", csr);
+    fault("illegal instruction", buf);
+    return 0;
+  }
+  if (write) {
+    uint32_t nv = op == 0 ? value : op == 1 ? (old | value) : (old & ~value);
+    if ((csr >= 0xC00 && csr < 0xCA0) || (csr >= 0xF11 && csr <= 0xF15)) {  // PULP keeps 0xCC0/0xCC1 writable
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "write to read-only CSR 0x%03x", csr);
+      fault("illegal instruction", buf);
+      return 0;
+    }
+    csr_write(csr, nv);
+  }
+  return old;
+}
+
+void Core::trap(uint32_t cause, uint32_t) {
+  fault(cause == 11 ? "environment call" : "breakpoint", cause == 11 ? "ecall executed" : "ebreak executed");
+}
+
+void Core::mret() {
+  npc = mepc;
+  extra += jump_extra;
+  ev[X_JUMP] += jump_extra;
+}
+
+void Core::wfi() {
+  sleeping = true;
+  slow |= SLOW_SLEEP;
+}
+
+void Core::elw(uint32_t rd, uint32_t addr) {
+  // Without an event unit behind the address, p.elw behaves as a load plus its fixed overhead.
+  ld_rd(rd, addr, 4, false);
+  extra += elw_overhead;
+}
+
+void Core::refill(uint32_t line) {
+  uint32_t cost;
+  if (icache.enabled)
+    cost = icache.lookup(line) ? 0 : icache_miss;
+  else
+    cost = fetch_latency;
+  fetch_line = line;
+  t += cost;
+  ev[EV_IMISS] += cost;
+}
+
+const Insn* Core::fetch(uint32_t addr, Insn& tmp) {
+  uint32_t o = addr - m->text_lo;
+  Insn* d = nullptr;
+  if (o < m->text_hi - m->text_lo) {
+    d = &m->dcache[o >> 1];
+    if (d->op != OP_UNDECODED) return d;
+  } else {
+    d = &tmp;
+  }
+  int lat;
+  uint8_t* p = ram(addr, 2, lat);
+  if (!p || (addr & 1)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "instruction fetch from %s address 0x%08x", p ? "misaligned" : "unmapped", addr);
+    fault("unmapped access", buf, true, addr);
+    return nullptr;
+  }
+  uint32_t w = rd_le(p, 2);
+  if ((w & 3) == 3) {
+    uint8_t* p4 = ram(addr, 4, lat);
+    if (!p4) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "instruction fetch from unmapped address 0x%08x", addr + 2);
+      fault("unmapped access", buf, true, addr + 2);
+      return nullptr;
+    }
+    w = rd_le(p4, 4);
+  }
+  isa_decode(w, *d, m->fp_separate);
+  return d;
+}
+
+void Core::hwloop_step(uint32_t at, uint32_t) {
+  // Loop 0 is checked first (the inner loop); the back-edge costs nothing.
+  for (int l = 0; l < 2; l++) {
+    if (lp_count[l] && lp_end[l] == at) {
+      lp_count[l]--;
+      if (lp_count[l]) {
+        npc = lp_start[l];
+        break;
+      }
+    }
+  }
+  hwl_active = (lp_count[0] | lp_count[1]) != 0;
+}
+
+template <bool TRACE>
+Status Core::run(uint64_t limit) {
+  Insn tmp;
+  while (true) {
+    if (cycle >= limit) return Status::CycleLimit;
+    const Insn* d = fetch(pc, tmp);
+    if (!d) return m->status;
+    t = cycle;
+    extra = 0;
+    uint32_t line = pc >> 4;
+    if (line != fetch_line) refill(line);
+    if ((pc & 15) == 14) refill(line + 1);  // the prefetcher always asks for 4 bytes
+    npc = pc + d->size;
+    switch (d->op) {
+#include "isa_exec.inc"
+      default: {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "undecodable word 0x%08x", d->raw);
+        fault("illegal instruction", buf);
+        break;
+      }
+    }
+    if (slow & SLOW_STOP) {
+      if (m->status == Status::Fault) return m->status;
+    }
+    X[0] = 0;
+    uint64_t before = cycle;
+    cycle = t + 1 + extra;
+    ev[EV_CYCLES] += cycle - before;
+    ev[EV_INSTR]++;
+    ev[EV_RVC] += d->size == 2;
+    if (hwl_active && npc == pc + d->size) hwloop_step(pc, d->size);
+    if (TRACE && m->trace) {
+      std::string s = disasm(d->raw, pc, m->fp_separate);
+      std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());
+    }
+    pc = npc;
+    if (slow) {
+      if (slow & SLOW_PERF_REBASE) {
+        for (int n = 0; n < 32; n++) pc_base[n] = ev[n];
+      }
+      uint32_t s = slow;
+      slow = 0;
+      if (s & SLOW_STOP) return m->status;
+      if (s & SLOW_SLEEP) return Status::Running;
+    }
+  }
+}
+
+template Status Core::run<true>(uint64_t);
+template Status Core::run<false>(uint64_t);
+
+}  // namespace pulpsim

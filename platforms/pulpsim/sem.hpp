@@ -1,0 +1,186 @@
+// The macro vocabulary in which isa/*.toml writes instruction semantics (the `sem` strings).
+// It is expanded inside Core::run, where `d` is the decoded instruction and `pc` its address.
+#pragma once
+#include <cstdint>
+
+#include "fp.hpp"
+
+namespace pulpsim {
+
+// ---- FP16 SIMD lanes (2 x binary16 in one 32-bit register) ----
+static inline uint16_t lane(uint32_t v, int i) { return (uint16_t)(v >> (16 * i)); }
+static inline uint32_t pack(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
+
+template <typename F>
+static inline uint32_t vf2(uint32_t a, uint32_t b, bool rep, F f) {
+  uint16_t b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+  uint16_t r0 = f(lane(a, 0), b0);
+  uint16_t r1 = f(lane(a, 1), b1);
+  return pack(r0, r1);
+}
+
+static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
+  // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
+  // added to the binary32 accumulator.
+  uint16_t b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+  uint32_t p0 = fp::mul32(fp::h_to_s(lane(a, 0), fl), fp::h_to_s(b0, fl), rm, fl);
+  uint32_t p1 = fp::mul32(fp::h_to_s(lane(a, 1), fl), fp::h_to_s(b1, fl), rm, fl);
+  uint32_t s = fp::add32(p0, p1, rm, fl);
+  return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
+}
+
+}  // namespace pulpsim
+
+#define RS1 X[d->rs1]
+#define RS2 X[d->rs2]
+#define RS3 X[d->rs3]
+#define RDV X[d->rd]
+#define FRS1 X[fo + d->rs1]
+#define FRS2 X[fo + d->rs2]
+#define FRS3 X[fo + d->rs3]
+#define FRS1_S FRS1
+#define FRS2_S FRS2
+#define FRS3_S FRS3
+#define FRS1_H ((uint16_t)FRS1)
+#define FRS2_H ((uint16_t)FRS2)
+#define FRS3_H ((uint16_t)FRS3)
+#define IMM d->imm
+#define IMM2 d->imm2
+#define IMM_RD d->rd
+#define PC pc
+#define FL fflags
+#define RM rm_resolve(d->rm)
+#define FRM rm_resolve(7)
+
+#define WRD(v) (X[d->rd] = (uint32_t)(v))
+#define WRS1(v) (X[d->rs1] = (uint32_t)(v))
+#define WRD_CSR(v) WRD(v)
+#define WFRD_S(v) (X[fo + d->rd] = (uint32_t)(v))
+// Half results: zero-extended in x registers (as GVSoC), NaN-boxed in separate f registers.
+#define WFRD_H(v) (X[fo + d->rd] = fo ? (0xffff0000u | (uint16_t)(v)) : (uint32_t)(uint16_t)(v))
+
+#define JUMP(target)           \
+  do {                         \
+    npc = (target);            \
+    extra += jump_extra;       \
+    ev[X_JUMP] += jump_extra;  \
+    ev[EV_JUMP]++;             \
+  } while (0)
+#define BRANCH(cond)                  \
+  do {                                \
+    ev[EV_BRANCH]++;                  \
+    if (cond) {                       \
+      npc = pc + (uint32_t)d->imm;    \
+      extra += branch_extra;          \
+      ev[X_BRANCH] += branch_extra;   \
+      ev[EV_TAKEN]++;                 \
+    }                                 \
+  } while (0)
+
+#define LD_RD(a, n, s) ld_rd(d->rd, (a), (n), (s))
+#define LD_FRD(a, n) ld_frd(d->rd, (a), (n))
+#define ST(a, n, v) st((a), (n), (v))
+#define ELW_RD(a) elw(d->rd, (a))
+#define DIV_COST(v, s) div_cost((v), (s))
+#define CSR_W 0
+#define CSR_S 1
+#define CSR_C 2
+#define CSR_OP(c, v, op, w) csr_op((uint32_t)(c), (uint32_t)(v), (op), (w))
+#define TRAP(cause, tval) trap((cause), (tval))
+#define MRET() mret()
+#define WFI() wfi()
+
+#define HWL_START(l, v) (lp_start[(l)&1] = (v))
+#define HWL_END(l, v) (lp_end[(l)&1] = (v))
+#define HWL_COUNT(l, v) (lp_count[(l)&1] = (v), hwl_active = (lp_count[0] | lp_count[1]) != 0)
+
+// FP16 SIMD
+#define VF2(fn, rep)                                                                                  \
+  ([&] {                                                                                              \
+    int rm_ = FRM;                                                                                    \
+    return vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return fp::fn(a_, b_, rm_, fflags); }); \
+  }())
+#define VF2N(fn, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return fp::fn(a_, b_, fflags); })
+#define VFSGN(fn, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return (uint16_t)fp::fn(a_, b_); })
+#define VF1(fn)                                                                   \
+  ([&] {                                                                          \
+    int rm_ = FRM;                                                                \
+    return pack(fp::fn(lane(RS1, 0), rm_, fflags), fp::fn(lane(RS1, 1), rm_, fflags)); \
+  }())
+#define VFMA(rep, negp, negc)                                                                   \
+  ([&] {                                                                                        \
+    int rm_ = FRM;                                                                              \
+    uint16_t b0_ = lane(RS2, 0), b1_ = (rep) ? b0_ : lane(RS2, 1);                              \
+    return pack(fp::fma16(lane(RS1, 0), b0_, lane(RDV, 0), (negp), (negc), rm_, fflags),        \
+                fp::fma16(lane(RS1, 1), b1_, lane(RDV, 1), (negp), (negc), rm_, fflags));       \
+  }())
+#define VFCMP_eq(a, b) fp::eq16(a, b, fflags)
+#define VFCMP_ne(a, b) (fp::eq16(a, b, fflags) ^ 1u)
+#define VFCMP_lt(a, b) fp::lt16(a, b, fflags)
+#define VFCMP_le(a, b) fp::le16(a, b, fflags)
+#define VFCMP_ge(a, b) fp::le16(b, a, fflags)
+#define VFCMP_gt(a, b) fp::lt16(b, a, fflags)
+#define VFCMP(op, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return (uint16_t)VFCMP_##op(a_, b_); })
+#define VFCLASS() pack((uint16_t)fp::classify16(lane(RS1, 0)), (uint16_t)fp::classify16(lane(RS1, 1)))
+#define VFCVT_X(sgn)                                                                                 \
+  ([&] {                                                                                             \
+    int rm_ = FRM;                                                                                   \
+    return (sgn) ? pack(fp::to_i16_16(lane(RS1, 0), rm_, fflags), fp::to_i16_16(lane(RS1, 1), rm_, fflags)) \
+                 : pack(fp::to_u16_16(lane(RS1, 0), rm_, fflags), fp::to_u16_16(lane(RS1, 1), rm_, fflags)); \
+  }())
+#define VFCVT_H(sgn)                                                                                     \
+  ([&] {                                                                                                 \
+    int rm_ = FRM;                                                                                       \
+    return (sgn) ? pack(fp::from_i16_16(lane(RS1, 0), rm_, fflags), fp::from_i16_16(lane(RS1, 1), rm_, fflags)) \
+                 : pack(fp::from_u16_16(lane(RS1, 0), rm_, fflags), fp::from_u16_16(lane(RS1, 1), rm_, fflags)); \
+  }())
+#define VFDOTPEX(rep, neg) vfdotpex(RDV, RS1, RS2, (rep), (neg), FRM, fflags)
+
+// Integer SIMD
+#define SIMD_H(expr)                                                                                  \
+  ([&] {                                                                                              \
+    uint32_t r_ = 0;                                                                                  \
+    for (int i_ = 0; i_ < 2; i_++) {                                                                  \
+      uint32_t a = (RS1 >> (16 * i_)) & 0xffff, b = (RS2 >> (16 * i_)) & 0xffff;                      \
+      r_ |= ((uint32_t)(expr) & 0xffffu) << (16 * i_);                                                \
+    }                                                                                                 \
+    return r_;                                                                                        \
+  }())
+#define SIMD_B(expr)                                                                                  \
+  ([&] {                                                                                              \
+    uint32_t r_ = 0;                                                                                  \
+    for (int i_ = 0; i_ < 4; i_++) {                                                                  \
+      uint32_t a = (RS1 >> (8 * i_)) & 0xff, b = (RS2 >> (8 * i_)) & 0xff;                            \
+      r_ |= ((uint32_t)(expr) & 0xffu) << (8 * i_);                                                   \
+    }                                                                                                 \
+    return r_;                                                                                        \
+  }())
+#define DOT_H(ta, tb, acc) \
+  ((uint32_t)(acc) + (uint32_t)((int32_t)(ta)(RS1) * (int32_t)(tb)(RS2) + (int32_t)(ta)(RS1 >> 16) * (int32_t)(tb)(RS2 >> 16)))
+#define DOT_B(ta, tb, acc)                                                                         \
+  ((uint32_t)(acc) + (uint32_t)((int32_t)(ta)(RS1) * (int32_t)(tb)(RS2) +                          \
+                                (int32_t)(ta)(RS1 >> 8) * (int32_t)(tb)(RS2 >> 8) +                \
+                                (int32_t)(ta)(RS1 >> 16) * (int32_t)(tb)(RS2 >> 16) +              \
+                                (int32_t)(ta)(RS1 >> 24) * (int32_t)(tb)(RS2 >> 24)))
+
+// Scoreboard: wait until a source register's producer has delivered it.
+#define STALL_X(r) stall_on(r)
+#define STALL_F(r) stall_on(fo + (r))
+
+// Timing classes; their numbers come from the platform file.
+#define TIMING_ALU() ((void)0)
+#define TIMING_BRANCH() ((void)0)
+#define TIMING_JUMP() ((void)0)
+#define TIMING_LOAD() ((void)0)
+#define TIMING_STORE() ((void)0)
+#define TIMING_CSR() ((void)0)
+#define TIMING_HWLOOP() ((void)0)
+#define TIMING_FMV() ((void)0)
+#define TIMING_SYSTEM() ((void)0)
+#define TIMING_ELW() ((void)0)
+#define TIMING_DIV() ((void)0)
+#define TIMING_MUL() fixed_latency(d->rd, mul_lat)
+#define TIMING_MULH() fixed_latency(d->rd, mulh_lat)
+#define TIMING_FPU() fpu_issue()
+#define TIMING_FDIV_S() fdiv_issue(fdiv_s_lat)
+#define TIMING_FDIV_H() fdiv_issue(fdiv_h_lat)

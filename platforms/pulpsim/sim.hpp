@@ -1,0 +1,244 @@
+// pulpsim: cycle-level model of a PULP MCU (fabric controller + cluster), following the timing
+// rules of GVSoC's pulp-open ISS (see platforms/pulp-open.toml and the platform facts).
+//
+// Every number comes from the platform file through Config; the instruction set comes from the
+// generated isa_ops.hpp / isa_exec.inc (isa/*.toml).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "insn.hpp"
+#include "isa_ops.hpp"
+
+namespace pulpsim {
+
+// Event indices: 0..31 are the PULP performance counters (PCER bit n <-> PCCR n); the rest are
+// extra statistics for the cycle report, never visible to the program.
+enum Ev : int {
+  EV_CYCLES = 0, EV_INSTR = 1, EV_LD_STALL = 2, EV_JMP_STALL = 3, EV_IMISS = 4, EV_LD = 5, EV_ST = 6,
+  EV_JUMP = 7, EV_BRANCH = 8, EV_TAKEN = 9, EV_RVC = 10, EV_ELW = 11, EV_TCDM_CONT = 16,
+  EV_MISALIGNED = 29,
+  X_BRANCH = 32,    // taken-branch penalty cycles
+  X_JUMP,           // jump penalty cycles
+  X_DEP,            // dependency stalls on non-load producers (mul/mulh result used next)
+  X_MUL,            // unconditional mul/mulh stalls
+  X_DIV,            // integer divide cycles beyond the first
+  X_FDIV,           // FP divide/sqrt blocking cycles
+  X_FPU_CONT,       // waiting for a shared FPU
+  X_BUS,            // load/store latency beyond one cycle (L2, peripherals, ...)
+  X_MISALIGNED,     // extra cycles of word-crossing accesses
+  X_WAIT,           // cycles asleep (event unit, barrier, wfi)
+  X_TCDM,           // L1 bank-conflict stalls
+  X_LOAD_USE,       // load-use stalls (the same as LD_STALL minus mul stalls)
+  NEV
+};
+
+enum class Status { Running, Exited, Fault, CycleLimit, Deadlock };
+
+struct Config {
+  std::map<std::string, double> v;
+  double get(const std::string& k) const {
+    auto it = v.find(k);
+    if (it == v.end()) throw std::runtime_error("platform config is missing '" + k + "'");
+    return it->second;
+  }
+  uint32_t u(const std::string& k) const { return (uint32_t)get(k); }
+};
+
+struct ICache {  // set-associative instruction cache with round-robin replacement per set
+  bool enabled = false;
+  uint32_t sets = 0, ways = 0;
+  std::vector<uint32_t> tags;  // sets*ways line numbers, 0xffffffff = invalid
+  std::vector<uint8_t> next;
+  void init(uint32_t size, uint32_t nways, uint32_t line) {
+    ways = nways;
+    sets = size / (line * nways);
+    tags.assign(sets * ways, 0xffffffffu);
+    next.assign(sets, 0);
+  }
+  void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
+  bool lookup(uint32_t lineno) {  // true on hit; a miss fills the line
+    uint32_t s = lineno % sets;
+    for (uint32_t w = 0; w < ways; w++)
+      if (tags[s * ways + w] == lineno) return true;
+    tags[s * ways + next[s]] = lineno;
+    next[s] = (uint8_t)((next[s] + 1) % ways);
+    return false;
+  }
+};
+
+class Machine;
+
+struct Fault {
+  std::string kind;     // "illegal instruction", "unmapped access", ...
+  std::string detail;
+  uint32_t pc = 0, raw = 0, addr = 0;
+  bool has_addr = false;
+  int core = -1;
+};
+
+class Core {
+ public:
+  Core(Machine* m, int index, bool is_fc, uint32_t hartid);
+
+  Machine* m;
+  int index;          // position in Machine::cores
+  bool is_fc;
+  uint32_t hartid;
+  bool active = false;     // fetch-enabled and not halted
+  bool sleeping = false;   // waiting (wfi / event)
+
+  uint32_t X[64];          // x0..x31, then f0..f31 when FP registers are separate
+  int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
+  uint32_t pc = 0;
+  uint64_t cycle = 0;      // the cycle at which the next instruction issues
+  uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
+  bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
+  uint64_t ev[NEV];        // always-on event totals
+
+  // hardware loops
+  uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
+  bool hwl_active = false;
+
+  // CSRs
+  uint32_t frm = 0, fflags = 0, mstatus = 0, mtvec = 0, mepc = 0, mcause = 0, mscratch = 0, mie = 0, mtval = 0;
+  uint32_t pcer = 0x3, pcmr = 0;
+  uint64_t pccr[32];
+  uint64_t pc_base[32];
+  int apu_idx;             // APU_CONT counter index: 14 on the FC, 18 on cluster cores
+
+  // fetch
+  uint32_t fetch_line = 0xffffffffu;
+  ICache icache;
+  int fetch_latency;       // per 16-byte line when the cache is off or misses
+  int icache_miss;
+
+  // bus latencies (cycles added by the path; an access costs latency + 1)
+  int lat_l2, lat_l1, lat_apb, lat_cl_periph, lat_demux;
+
+  // per-instruction state
+  uint64_t t = 0;          // issue time of the instruction being executed
+  uint32_t extra = 0;      // cycles beyond the first that it occupies
+  uint32_t npc = 0;
+
+  // timing parameters
+  uint32_t branch_extra, jump_extra, mul_lat, mulh_lat, fdiv_s_lat, fdiv_h_lat, elw_overhead;
+  bool misaligned_extra_access;
+
+  template <bool TRACE>
+  Status run(uint64_t limit);
+  void reset_scoreboard();
+
+  // helpers used by the generated semantics
+  uint32_t load(uint32_t addr, int size, bool sign, uint32_t& total);
+  void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
+  void ld_frd(uint32_t rd, uint32_t addr, int size);
+  void st(uint32_t addr, int size, uint32_t value);
+  void div_cost(uint32_t divisor, bool is_signed);
+  uint32_t csr_op(uint32_t csr, uint32_t value, int op, bool write);
+  uint32_t csr_read(uint32_t csr, bool& ok);
+  bool csr_write(uint32_t csr, uint32_t value);
+  void trap(uint32_t cause, uint32_t tval);
+  void mret();
+  void wfi();
+  void elw(uint32_t rd, uint32_t addr);
+  int rm_resolve(int rm);
+  uint64_t perf_read(int n) const;
+  void perf_set_active(bool on);
+  void refill(uint32_t line);
+  void fault(const std::string& kind, const std::string& detail, bool has_addr = false, uint32_t addr = 0);
+  const Insn* fetch(uint32_t pc, Insn& tmp);
+  uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
+  void hwloop_step(uint32_t pc, uint32_t size);
+
+  // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
+  enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
+  uint32_t slow = 0;
+
+  inline void stall_on(int r) {
+    uint64_t rdy = ready[r];
+    if (rdy > t) {
+      uint64_t s = rdy - t;
+      t = rdy;
+      if (ready_load[r]) {
+        ev[EV_LD_STALL] += s;
+        ev[X_LOAD_USE] += s;
+      } else {
+        ev[X_DEP] += s;
+      }
+    }
+  }
+  inline void fixed_latency(uint32_t rd, uint32_t n) {
+    extra += n - 1;
+    ev[EV_LD_STALL] += n - 1;
+    ev[X_MUL] += n - 1;
+    if (rd) {
+      ready[rd] = t + n + 1;
+      ready_load[rd] = false;
+    }
+  }
+  void fpu_issue() {}
+  inline void fdiv_issue(uint32_t lat) {
+    extra += lat - 1;
+    ev[apu_idx] += lat - 1;
+    ev[X_FDIV] += lat - 1;
+  }
+};
+
+class Machine {
+ public:
+  explicit Machine(const std::map<std::string, double>& cfg);
+
+  Config cfg;
+  std::vector<std::unique_ptr<Core>> cores;  // cores[0] is the FC; then cluster cores 0..n-1
+  Core& fc() { return *cores[0]; }
+
+  // memories
+  uint32_t l2_base, l2_size, l1_base, l1_size;
+  std::vector<uint8_t> l2, l1;
+  bool fp_separate;
+
+  // decode cache over the executable range
+  uint32_t text_lo = 0, text_hi = 0;
+  std::vector<Insn> dcache;
+  void set_text(uint32_t lo, uint32_t hi);
+  void invalidate(uint32_t addr, int size) {
+    if (addr - text_lo < text_hi - text_lo + 4 && !dcache.empty()) {
+      for (int64_t a = (int64_t)addr - 2; a < (int64_t)addr + size; a += 2)
+        if (a >= text_lo && a < text_hi) dcache[(a - text_lo) >> 1].op = OP_UNDECODED;
+    }
+  }
+
+  // peripherals
+  uint32_t p_stdout, p_soc_ctrl, p_fc_timer, p_fc_icache, p_cluster_ctrl, p_cluster_icache;
+  std::map<uint32_t, std::string> chan_buf;  // stdout channel -> pending line
+  std::string out;                           // the program's output, in order of flushed lines
+
+  // run state
+  Status status = Status::Running;
+  int exit_code = 0;
+  Fault fault;
+  FILE* trace = nullptr;
+
+  void load_bytes(uint32_t addr, const uint8_t* data, size_t n);
+  void read_bytes(uint32_t addr, uint8_t* data, size_t n);
+  uint8_t* host_ptr(uint32_t addr, size_t n);  // loader view: L2 or L1 by global address
+
+  Status run(uint64_t max_cycles);
+  void start_fc(uint32_t entry);
+  void flush_stdout();
+
+  // memory-mapped accesses that are not plain memory; return false if nothing is mapped there
+  bool mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat);
+  bool mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& lat);
+  void exit_program(int code);
+};
+
+std::string disasm(uint32_t word, uint32_t pc, bool fp_separate);
+
+}  // namespace pulpsim
