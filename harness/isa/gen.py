@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from pathlib import Path
 
 from harness.isa import gen_cheader, gen_cpp, model
@@ -16,9 +18,11 @@ def write_if_changed(path: Path, text: str) -> bool:
     if path.exists() and path.read_text() == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".new")
-    tmp.write_text(text)
-    tmp.replace(path)
+    # A unique temporary name: several processes may generate the same file at once.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".new")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
     return True
 
 

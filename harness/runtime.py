@@ -1,0 +1,49 @@
+"""The MCU runtime for one platform: generated linker script and platform header, plus the
+hand-written sources in pulp_kernels/runtime/. Generated files go to build/runtime/<platform>-<hash>/
+and are rewritten only when their content changes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from harness import ROOT
+from harness.isa import gen as isagen
+from harness.platform import Platform
+
+RUNTIME_DIR = ROOT / "pulp_kernels" / "runtime"
+INCLUDE_DIR = ROOT / "pulp_kernels" / "include"
+BUILD_DIR = ROOT / "build" / "runtime"
+SOURCES = ("crt0.S", "io.c", "libc.c", "perf.c")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(RUNTIME_DIR)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True)
+
+
+def template_values(plat: Platform) -> dict:
+    l1, l2 = plat.memory("l1"), plat.memory("l2")
+    return {
+        "name": plat.name, "sha": plat.sha256, "fc_cluster_id": plat.fc["cluster_id"],
+        "cores": plat.cluster["cores"], "stdout": plat.peripherals["stdout"],
+        "soc_ctrl": plat.peripherals["soc_ctrl"], "l1_base": l1.base, "l1_size": l1.size,
+        "l2_base": l2.base, "l2_size": l2.size, "fc_stack": plat.fc["stack_size"],
+        "cluster_stack": plat.cluster["stack_size"],
+        "peripherals": sorted((k, v) for k, v in plat.peripherals.items() if k not in ("stdout", "soc_ctrl")),
+    }
+
+
+def prepare(plat: Platform) -> Path:
+    """Write the platform's generated runtime files; return their directory."""
+    out = BUILD_DIR / f"{plat.name}-{plat.sha256[:12]}"
+    env = _env()
+    vals = template_values(plat)
+    isagen.write_if_changed(out / "link.ld", env.get_template("link.ld.j2").render(**vals))
+    isagen.write_if_changed(out / "pulp_platform.h", env.get_template("pulp_platform.h.j2").render(**vals))
+    isagen.write_cheader(INCLUDE_DIR / "pulp_isa.h")
+    return out
+
+
+def sources() -> list[Path]:
+    return [RUNTIME_DIR / s for s in SOURCES]

@@ -1,0 +1,132 @@
+"""Compile and link C/assembly for a platform: Debian's clang-19 + lld-19 by default, or a PULP GCC
+when PULP_RISCV_GCC_TOOLCHAIN names one. The same sources build with either."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import runtime
+from harness.errors import UserError
+from harness.platform import Platform
+
+INSTALL_HINT = "run 'make setup' (or: apt-get install -y clang-19 lld-19 llvm-19)"
+COMMON_CFLAGS = ["-nostdlib", "-ffreestanding", "-fno-math-errno", "-ffunction-sections", "-fdata-sections",
+                 "-fno-common", "-Wall"]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    kind: str          # "clang" or "pulp-gcc"
+    cc: str
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.version} ({self.cc})"
+
+
+def _version(cmd: str) -> str:
+    try:
+        out = subprocess.run([cmd, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.splitlines()[0].strip() if out else ""
+
+
+def find_clang() -> Toolchain | None:
+    for name in ("clang-19", "clang"):
+        path = shutil.which(name)
+        if path:
+            ver = _version(path)
+            if "version 19" in ver or name == "clang-19":
+                lld = shutil.which("ld.lld-19") or shutil.which("ld.lld")
+                if lld:
+                    return Toolchain("clang", path, ver)
+    return None
+
+
+def find_pulp_gcc() -> Toolchain | None:
+    root = os.environ.get("PULP_RISCV_GCC_TOOLCHAIN")
+    if not root:
+        return None
+    for name in ("riscv32-unknown-elf-gcc", "riscv64-unknown-elf-gcc"):
+        path = Path(root) / "bin" / name
+        if path.exists():
+            return Toolchain("pulp-gcc", str(path), _version(str(path)))
+    return None
+
+
+def find() -> Toolchain:
+    tc = find_pulp_gcc() or find_clang()
+    if tc is None:
+        raise UserError(f"no RISC-V compiler found: clang-19 with ld.lld-19 is needed; {INSTALL_HINT}")
+    return tc
+
+
+def flags(tc: Toolchain, plat: Platform, opt: str) -> list[str]:
+    isa = plat.isa
+    if tc.kind == "clang":
+        arch = ["--target=riscv32-unknown-elf", f"-march={isa['march']}", f"-mabi={isa['mabi']}", "-mno-relax",
+                "-fuse-ld=lld"]
+    else:
+        # PULP GCC: the PULP extensions are emitted through .insn as well, so plain RV32IMC with
+        # integer-register FP matches what the sources expect.
+        arch = ["-march=rv32imcxgap9", f"-mabi={isa['mabi']}", "-mno-relax"]
+    return arch + [f"-O{opt}"] + COMMON_CFLAGS
+
+
+def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
+          include_dirs: list | None = None, tc: Toolchain | None = None) -> Path:
+    """Compile and link SOURCES with the runtime into OUTPUT (an ELF)."""
+    tc = tc or find()
+    srcs = [Path(s) for s in sources]
+    for s in srcs:
+        if not s.exists():
+            raise UserError(f"{s}: no such source file")
+        if s.suffix not in (".c", ".S", ".s"):
+            raise UserError(f"{s}: unsupported source type (give .c, .S or .s files)")
+    if opt not in ("0", "1", "2", "3", "s", "z", "fast"):
+        raise UserError(f"-O{opt}: unknown optimisation level (use 0, 1, 2, 3, s or z)")
+    gen = runtime.prepare(plat)
+    cmd = [tc.cc] + flags(tc, plat, opt)
+    for d in defines or []:
+        if not d or d.startswith("=") or " " in d.split("=")[0]:
+            raise UserError(f"-D {d!r}: expected NAME or NAME=VALUE")
+        cmd.append(f"-D{d}")
+    for inc in [gen, runtime.RUNTIME_DIR, runtime.INCLUDE_DIR] + [Path(i) for i in include_dirs or []]:
+        cmd.append(f"-I{inc}")
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    cmd += [str(s) for s in runtime.sources()] + [str(s) for s in srcs]
+    cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
+    # crt0.S takes its constants from the platform header
+    cmd += ["-include", str(gen / "pulp_platform.h")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
+        raise BuildError(proc.stderr, first)
+    return output
+
+
+class BuildError(UserError):
+    """A compiler or linker error; the full diagnostics are kept for -v."""
+
+    def __init__(self, diagnostics: str, first: str):
+        super().__init__(f"build failed: {first.strip()}")
+        self.diagnostics = diagnostics
+
+
+def source_hash(paths: list, extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()
+
+
+def scratch_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="pulp-odl-"))

@@ -1,0 +1,52 @@
+/* Start-up code. The loader (pulp-odl or GVSoC) starts the fabric controller at the ELF entry;
+ * cluster cores start here too when the FC fetch-enables them (see cluster.c), and are told apart
+ * by the cluster id in mhartid. */
+    .section .text.start, "ax"
+    .global _start
+    .type _start, @function
+_start:
+    .option push
+    .option norelax
+    csrr  t0, mhartid
+    srli  t1, t0, 5
+    andi  t1, t1, 0x3f
+    li    t2, PULP_FC_CLUSTER_ID
+    bne   t1, t2, 2f
+    /* fabric controller: stack, .bss, then main() */
+    la    sp, __fc_stack_top
+    la    t0, __bss_start
+    la    t1, __bss_end
+1:  bgeu  t0, t1, 3f
+    sw    zero, 0(t0)
+    addi  t0, t0, 4
+    j     1b
+3:  li    a0, 0
+    li    a1, 0
+    call  main
+    call  exit
+2:  /* cluster core: core id in a0 */
+    andi  a0, t0, 0x1f
+    j     __pulp_cluster_start
+    .option pop
+    .size _start, . - _start
+
+    .section .text.exit, "ax"
+    .global exit
+    .type exit, @function
+exit:
+    /* CORESTATUS with bit 31 (end of computation): the simulator stops with status a0 & 0x7fffffff */
+    li    t0, PULP_SOC_CTRL + 0xA0
+    li    t1, 0x7fffffff
+    and   a0, a0, t1
+    not   t1, t1
+    or    a0, a0, t1
+    sw    a0, 0(t0)
+4:  wfi
+    j     4b
+    .size exit, . - exit
+
+    .weak __pulp_cluster_start
+    .type __pulp_cluster_start, @function
+__pulp_cluster_start:
+5:  wfi
+    j     5b
