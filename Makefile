@@ -1,0 +1,38 @@
+# pulp-odl: one target per job. `make setup` installs everything on a fresh Debian machine (as root).
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+LLVM_PKGS := clang-19 lld-19 llvm-19
+BUILD := build/make
+
+.PHONY: setup toolchain install test demo bench-sim clean
+
+setup: toolchain install
+
+toolchain:
+	@missing=""; \
+	command -v clang-19 >/dev/null || missing="$$missing clang-19"; \
+	command -v ld.lld-19 >/dev/null || missing="$$missing lld-19"; \
+	command -v llvm-objdump-19 >/dev/null || missing="$$missing llvm-19"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "clang-19, lld-19 and llvm-19 are present"; fi
+
+install:
+	$(PIP) install -q "scikit-build-core>=0.9" "pybind11>=2.11" ninja
+	$(PIP) install -q --no-build-isolation -e ".[test]"
+
+test:
+	$(PYTHON) -m pytest -q
+
+# The main job on the default platform (pulp-open): build and run the example program.
+demo:
+	@mkdir -p $(BUILD)
+	pulp-odl build examples/hello.c -o $(BUILD)/hello.elf
+	pulp-odl run $(BUILD)/hello.elf; status=$$?; echo "exit status $$status (7 expected)"; [ $$status -eq 7 ]
+
+bench-sim:
+	$(PYTHON) -m harness.bench_sim
+
+clean:
+	rm -rf build

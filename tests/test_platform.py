@@ -1,0 +1,83 @@
+"""Platform files load, validate, and reject bad fields with one-line errors naming file and field."""
+from pathlib import Path
+
+import pytest
+
+from harness import platform as platmod
+from harness.errors import UserError
+
+
+@pytest.mark.parametrize("name", platmod.available())
+def test_every_platform_loads(name):
+    p = platmod.load(name)
+    assert p.name == name
+    assert p.cluster["cores"] >= 1
+    l1, l2 = p.memory("l1"), p.memory("l2")
+    assert l1.size % (l1.banks * l1.bank_width) == 0
+    assert not (l1.base < l2.base + l2.size and l2.base < l1.base + l1.size)
+    cfg = p.sim_config()
+    assert cfg["mem.l2.base"] == l2.base and cfg["cluster.cores"] == p.cluster["cores"]
+
+
+def test_pulp_open_is_what_gvsoc_models():
+    p = platmod.load("pulp-open")
+    assert p.memory("l1").size == 64 * 1024 and p.memory("l1").banks == 16
+    assert p.cluster["fpus"] == 4 and p.cluster["fpu_sharing"] == "shared"
+    assert p.isa["fp_regfile"] == "integer"
+    assert p.cluster["tcdm_conflicts"] is False
+    assert p.memory("l2").cluster_latency == 14 and p.timing["branch_taken"] == 3
+
+
+def test_paper_platform_matches_method():
+    p = platmod.load("paper")
+    assert p.memory("l1").size == 256 * 1024
+    assert p.memory("l2").size == 2 * 1024 * 1024
+    assert p.memory("hyperram").size == 4 * 1024 * 1024
+    assert p.memory("flash").size == 8 * 1024 * 1024
+    assert p.cluster["fpu_sharing"] == "private" and p.cluster["fpus"] == 8
+    assert p.clock_hz == 450_000_000
+
+
+def test_default_is_pulp_open():
+    assert platmod.load().name == "pulp-open"
+
+
+def _mutated(tmp_path: Path, old: str, new: str) -> Path:
+    text = (platmod.PLATFORM_DIR / "pulp-open.toml").read_text()
+    assert old in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize("old,new,words", [
+    ("cores = 8", "cores = -8", ["[cluster] cores", "non-negative integer"]),
+    ("cores = 8", "cores = 0", ["[cluster] cores", "between 1 and 16"]),
+    ('fpu_sharing = "shared"', 'fpu_sharing = "sometimes"', ["[cluster] fpu_sharing", "shared, private"]),
+    ("clock_hz = 50_000_000", "clocks_hz = 50_000_000", ["[platform]"]),
+    ('fp_regfile = "integer"', 'fp_regfile = 3', ["[isa] fp_regfile"]),
+    ("base = 0x10000000", "base = 0x1C000100", ["overlaps"]),
+])
+def test_bad_field_is_one_line_error(tmp_path, old, new, words):
+    path = _mutated(tmp_path, old, new)
+    with pytest.raises(UserError) as e:
+        platmod.load_file(path)
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg
+    for w in words:
+        assert w in msg
+
+
+def test_missing_section(tmp_path):
+    text = (platmod.PLATFORM_DIR / "pulp-open.toml").read_text()
+    start = text.index("[timing]")
+    end = text.index("[peripherals]")
+    path = tmp_path / "nt.toml"
+    path.write_text(text[:start] + text[end:])
+    with pytest.raises(UserError, match=r"missing section \[timing\]"):
+        platmod.load_file(path)
+
+
+def test_unknown_platform_lists_choices():
+    with pytest.raises(UserError, match="unknown platform 'nope'.*pulp-open"):
+        platmod.load("nope")
