@@ -51,7 +51,8 @@ SCHEMA: dict[str, dict[str, Any]] = {
                "mul": (_INT, True), "mulh": (_INT, True), "div": (_choice("clz"), True),
                "fpu": (_INT, True), "fdiv_s": (_INT, True), "fdiv_h": (_INT, True),
                "misaligned": (_choice("extra_access", "extra_cycle"), True),
-               "hwloop_overhead": (_INT, True), "elw_overhead": (_INT, True), "eu_wakeup": (_INT, True)},
+               "hwloop_overhead": (_INT, True), "elw_overhead": (_INT, True), "eu_wakeup": (_INT, True),
+               "eu_lw_extra": (_INT, True)},
     "peripherals": {k: (_INT, True) for k in (
         "stdout", "soc_ctrl", "fc_timer", "udma", "soc_eu", "fc_itc", "cluster_ctrl", "cluster_timer",
         "event_unit", "cluster_icache_ctrl", "dma", "eu_demux", "dma_demux")},
@@ -67,7 +68,7 @@ MEMORY_SCHEMA = {
            "cluster_latency": (_INT, True)},
     "external": {"name": (_STR, True), "kind": (_STR, True), "size": (_INT, True),
                  "read_cycles_per_byte": (_NUM, True), "write_cycles_per_byte": (_NUM, True),
-                 "setup_cycles": (_INT, True)},
+                 "read_setup_cycles": (_INT, True), "write_setup_cycles": (_INT, True)},
 }
 REQUIRED_MEMORIES = ("l2", "l1", "hyperram", "flash")
 

@@ -585,11 +585,22 @@ class Gen:
         # near overflow
         return self.with_exp(f.emax - r.randrange(2)), self.with_exp(f.emax - r.randrange(3)), 0
 
+    def near_minnorm(self):
+        """A target value within a few subnormal ulps of the smallest normal number."""
+        f, r = self.f, self.r
+        if r.randrange(3):  # mostly within half an ulp below it: tiny before, not after rounding
+            return f.value(f.minnorm) - f.value(1) * Fraction(r.randint(0, 32), 64)
+        return f.value(f.minnorm) + f.value(1) * Fraction(r.randint(-8, 8), 1 << r.randint(0, 4))
+
     def pair_mul(self):
         r, f = self.r, self.f
-        k = r.randrange(6)
+        k = r.randrange(7)
         if k < 2:
             return self.value(), self.value(), 0
+        if k == 6:  # product right at the tininess boundary (after-rounding detection)
+            a = self.with_exp(r.randint(-f.p, f.p))
+            b = self.rounded(self.near_minnorm() / f.value(a)) if not f.is_zero(a) else 1
+            return a, self.near(b, r.choice((0, 0, 1))), 0
         if k == 2:  # product near the overflow threshold
             ea = r.randint(f.emin, f.emax)
             return self.with_exp(ea), self.with_exp(f.emax - ea + r.randint(-1, 1)), 0
@@ -600,7 +611,7 @@ class Gen:
 
     def pair_div(self):
         r, f = self.r, self.f
-        k = r.randrange(6)
+        k = r.randrange(7)
         if k < 2:
             return self.value(), self.value(), 0
         b = self.finite()
@@ -608,6 +619,8 @@ class Gen:
             q = Fraction(r.randint(1, 64), 1 << r.randint(0, 8)) * r.choice((1, -1))
             a = self.rounded(f.value(b) * q) if not f.is_zero(b) else self.finite()
             return self.near(a, r.choice((0, 0, 1, 2))), b, 0
+        if k == 4 and not f.is_zero(b):  # quotient at the tininess boundary
+            return self.near(self.rounded(self.near_minnorm() * f.value(b)), r.choice((0, 1))), b, 0
         if k == 3:  # quotient near overflow / underflow
             eb = self.exp_of(b)
             tgt = r.choice((f.emax, f.emin, f.emin - f.p // 2, f.emin - f.p))
@@ -637,6 +650,12 @@ class Gen:
         if k < 6:  # c ~ -(a*b): massive cancellation, exact zeros
             c = self.near(self.rounded(-prod), r.choice((0, 0, 1, 3)))
             return a, b, c ^ (f.sign * r.getrandbits(1))
+        if k == 6:  # a*b + c right at the tininess boundary
+            a = self.with_exp(r.randint(-f.p, f.p))
+            b = self.rounded(self.near_minnorm() / f.value(a)) if not f.is_zero(a) else 1
+            b = self.near(b, r.choice((0, 1)))
+            c = r.choice((0, f.sign, 1, 1 | f.sign, r.randrange(1, 8) | (f.sign * r.getrandbits(1))))
+            return a, b, c
         if k < 8:  # c near half an ulp of the product: rounding boundaries
             if prod == 0:
                 return a, b, self.value()
@@ -729,7 +748,7 @@ def build_cases(rng: random.Random):
         for op in ("fmadd", "fmsub", "fnmsub", "fnmadd"):
             for rm in RMS:
                 cases += [(op + w, rm, a, b, c) for a in sp_small for b in sp_small for c in sp_small][::7]
-        N = 1600 if w == "32" else 1200
+        N = 3200 if w == "32" else 2400
         add("add" + w, True, g.pair_add, n(N))
         add("sub" + w, True, g.pair_add, n(N // 2))
         add("mul" + w, True, g.pair_mul, n(N))

@@ -19,7 +19,7 @@ NAME = "memory"
 HELP = "training memory M, replay storage S_replay and where each tensor lives, for one replay cut and p"
 ORDER = 21
 SWEEP_P = (1.0, 0.9, 0.8, 0.7, 0.6)
-DEFAULT_PLATFORM = "paper"  # the reference experiments' MCU (method.md)
+from harness.platform import DEFAULT_PLATFORM  # pulp-open, as everywhere
 
 
 def add_arguments(parser) -> None:

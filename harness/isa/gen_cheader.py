@@ -67,7 +67,8 @@ def macro(i: Insn) -> str:
     def at(pos):
         f = byslot.get(pos)
         if f is None:
-            return '"x0"'
+            # no operand here: the encoding fixes these bits (e.g. rs2 = 00001 selects vfclass.h)
+            return f'"x{(i.match >> _POS[pos][1]) & 31}"'
         if _is_reg(f):
             return f"#{f.name}"
         return f'"x" #{f.name}'

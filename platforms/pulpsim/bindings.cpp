@@ -98,15 +98,32 @@ PYBIND11_MODULE(_pulpsim, m) {
         uint64_t cycles = 0, instr = 0;
         py::list cores;
         for (auto& c : mc.cores) {
+          if (!c->is_fc && c->ev[EV_INSTR] == 0) continue;  // cores that never ran
           if (c->cycle > cycles) cycles = c->cycle;
           instr += c->ev[EV_INSTR];
           py::dict cd = core_events(*c);
-          cd["core"] = c->is_fc ? std::string("fc") : std::to_string(c->index - 1);
+          cd["core"] = c->is_fc ? std::string("fc") : std::to_string(c->cluster_core);
+          cd["event_wait"] = c->ev[X_WAIT];
+          cd["fpu_contention_stalls"] = c->ev[X_FPU_CONT];
           cores.append(cd);
         }
         r["cycles"] = cycles;
         r["instructions"] = instr;
         r["cores"] = cores;
+        py::list dmas;
+        py::dict cl;
+        cl["name"] = "cluster_dma";
+        cl["busy_cycles"] = mc.dma_busy_cycles;
+        cl["bytes"] = mc.dma_bytes;
+        cl["transfers"] = mc.dma_transfers;
+        dmas.append(cl);
+        py::dict ud;
+        ud["name"] = "udma";
+        ud["busy_cycles"] = mc.udma_busy_cycles;
+        ud["bytes"] = mc.udma_bytes;
+        ud["transfers"] = mc.udma_transfers;
+        dmas.append(ud);
+        r["dmas"] = dmas;
         if (s != Status::Exited) {
           py::dict f;
           f["kind"] = mc.fault.kind;

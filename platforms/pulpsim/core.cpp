@@ -44,6 +44,7 @@ Core::Core(Machine* mach, int idx, bool fc, uint32_t hid) : m(mach), index(idx),
     fetch_latency = c.u("cluster.fetch_latency");
     icache_miss = c.u("cluster.icache_miss_latency");
     icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), 16);
+    icache_l0_latency = c.u("cluster.icache_l0_latency");
   }
 }
 
@@ -101,6 +102,7 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   uint32_t v = 0;
   uint8_t* p = ram(addr, size, lat);
   if (p) {
+    if (tcdm_busy && p >= m->l1.data() && p < m->l1.data() + m->l1_size) tcdm_access((uint32_t)(p - m->l1.data()));
     v = rd_le(p, size);
   } else if (!m->mmio_read(*this, addr, size, v, lat)) {
     char buf[96];
@@ -126,6 +128,12 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
 void Core::ld_rd(uint32_t rd, uint32_t addr, int size, bool sign) {
   uint32_t total;
   uint32_t v = load(addr, size, sign, total);
+  if (block_pending) {  // an event-unit register made the core sleep; the value arrives on wake-up
+    block_pending = false;
+    wait_rd = rd;
+    slow |= SLOW_SLEEP;
+    return;
+  }
   X[rd] = v;
   extra += total - 1;
   if (rd) {
@@ -151,6 +159,7 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   int lat = 0;
   uint8_t* p = ram(addr, size, lat);
   if (p) {
+    if (tcdm_busy && p >= m->l1.data() && p < m->l1.data() + m->l1_size) tcdm_access((uint32_t)(p - m->l1.data()));
     std::memcpy(p, &value, size);
     m->invalidate(addr, size);
   } else if (!m->mmio_write(*this, addr, size, value, lat)) {
@@ -335,22 +344,37 @@ void Core::mret() {
 }
 
 void Core::wfi() {
+  if (is_fc && m->fc_event_pending) {  // an event arrived since the last wait
+    m->fc_event_pending = false;
+    return;
+  }
   sleeping = true;
+  wait = W_WFI;
+  wait_rd = 0;
+  wait_delay = 1;
+  sleep_from = t;
   slow |= SLOW_SLEEP;
 }
 
 void Core::elw(uint32_t rd, uint32_t addr) {
-  // Without an event unit behind the address, p.elw behaves as a load plus its fixed overhead.
+  elw_access = true;
+  eu_touched = false;
   ld_rd(rd, addr, 4, false);
-  extra += elw_overhead;
+  // Without an event unit behind the address, p.elw behaves as a load plus its fixed overhead.
+  if (!eu_touched) extra += elw_overhead;
+  elw_access = false;
 }
 
 void Core::refill(uint32_t line) {
   uint32_t cost;
-  if (icache.enabled)
-    cost = icache.lookup(line) ? 0 : icache_miss;
-  else
+  if (is_fc) {
+    cost = !icache.enabled ? fetch_latency : icache.lookup(line) ? 0 : icache_miss;
+  } else if (m->cl_icache_enabled) {
+    // private L0, then the cluster's shared L1 instruction cache
+    cost = icache.lookup(line) ? 0 : m->cl_icache_l1.cost_at(line, t, icache_l0_latency, icache_miss);
+  } else {
     cost = fetch_latency;
+  }
   fetch_line = line;
   t += cost;
   ev[EV_IMISS] += cost;
@@ -403,11 +427,11 @@ void Core::hwloop_step(uint32_t at, uint32_t) {
 }
 
 template <bool TRACE>
-Status Core::run(uint64_t limit) {
-  Insn tmp;
-  while (true) {
+Status Core::run(uint64_t limit, uint64_t bound) {
+  m->run_bound = bound;
+  while (cycle <= m->run_bound) {
     if (cycle >= limit) return Status::CycleLimit;
-    const Insn* d = fetch(pc, tmp);
+    const Insn* d = fetch(pc, tmp_insn);
     if (!d) return m->status;
     t = cycle;
     extra = 0;
@@ -449,9 +473,10 @@ Status Core::run(uint64_t limit) {
       if (s & SLOW_SLEEP) return Status::Running;
     }
   }
+  return Status::Running;
 }
 
-template Status Core::run<true>(uint64_t);
-template Status Core::run<false>(uint64_t);
+template Status Core::run<true>(uint64_t, uint64_t);
+template Status Core::run<false>(uint64_t, uint64_t);
 
 }  // namespace pulpsim

@@ -49,6 +49,11 @@ static std::string fence_set(int32_t v) {
 std::string disasm(uint32_t word, uint32_t pc, bool fp_separate) {
   Insn d;
   isa_decode(word, d, fp_separate);
+  // Two encodings llvm-objdump names although they are not instructions of their own: the all-zero
+  // halfword (defined illegal; undecoded here) and `csrrw zero, cycle, zero` (a write to a read-only CSR,
+  // the canonical 32-bit illegal instruction).
+  if (d.size == 2 && d.raw == 0) return "c.unimp";
+  if (d.size == 4 && d.raw == 0xc0001073u) return "unimp";
   auto xreg = [](uint8_t r) { return std::string(abi[r & 31]); };
   auto freg = [fp_separate](uint8_t r) { return std::string(fp_separate ? fabi[r & 31] : abi[r & 31]); };
   std::string s;

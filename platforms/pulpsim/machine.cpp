@@ -1,5 +1,6 @@
 // The MCU around the cores: memories, the loader view, the SoC peripherals a program sees
 // (stdout, end of simulation, FC icache control, timers) and the run loop.
+#include <algorithm>
 #include <cstring>
 
 #include "sim.hpp"
@@ -22,7 +23,35 @@ Machine::Machine(const std::map<std::string, double>& values) {
   p_cluster_ctrl = cfg.u("peripherals.cluster_ctrl");
   p_cluster_icache = cfg.u("peripherals.cluster_icache_ctrl");
   uint32_t fc_hartid = (cfg.u("fc.cluster_id") << 5) | cfg.u("fc.core_id");
+  hyperram.assign(cfg.u("mem.hyperram.size"), 0);
+  flash.assign(cfg.u("mem.flash.size"), 0);
+  n_cluster = (int)cfg.u("cluster.cores");
+  cluster_hartid_base = cfg.u("cluster.hartid_cluster") << 5;
+  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), 16);
+  bootaddr.assign(n_cluster, 0x57575757u);
+  fpu_busy.assign(cfg.u("cluster.fpus"), 0);
+  if (cfg.u("cluster.tcdm_conflicts")) tcdm_busy.assign(cfg.u("mem.l1.banks"), 0);
+  eu.mask.assign(n_cluster, 0);
+  eu.irq_mask.assign(n_cluster, 0);
+  eu.buffer.assign(n_cluster, 0);
+  eu.fifo.assign(n_cluster, {});
+  dma_chan.assign(n_cluster + 1, DmaChannel{});
+  dma_bpc = cfg.u("dma.bytes_per_cycle");
+  dma_burst = cfg.u("dma.l1_to_l2_burst");
+  dma_issue = cfg.u("dma.issue_cycles");
   cores.emplace_back(new Core(this, 0, true, fc_hartid));
+  bool shared_fpu = cfg.u("cluster.fpu_shared") != 0;
+  for (int i = 0; i < n_cluster; i++) {
+    Core* c = new Core(this, 1 + i, false, cluster_hartid_base | (uint32_t)i);
+    c->cluster_core = i;
+    if (shared_fpu) c->fpu_busy = &fpu_busy[i % fpu_busy.size()];
+    c->div_busy = &div_busy;
+    if (!tcdm_busy.empty()) {
+      c->tcdm_busy = tcdm_busy.data();
+      c->tcdm_banks = (uint32_t)tcdm_busy.size();
+    }
+    cores.emplace_back(c);
+  }
 }
 
 void Machine::set_text(uint32_t lo, uint32_t hi) {
@@ -91,19 +120,27 @@ struct Window {
 static const Window quiet_apb[] = {
     {0x1A100000, 0x1000},  // FLLs
     {0x1A101000, 0x1000},  // GPIO
-    {0x1A102000, 0x2000},  // uDMA (modelled with the cluster issue's peripheral DMA)
-    {0x1A106000, 0x1000},  // SoC event unit
+    {0x1A102000, 0x480},   // uDMA control and the peripherals before the hyper channels
     {0x1A107000, 0x800},   // PMU
     {0x1A109800, 0x800},   // FC interrupt controller
     {0x1A10B800, 0x800},   // FC timer 1
     {0x1A190000, 0x1000},  // debug unit / ROM
 };
+static const uint32_t HYPER_BASE = 0x1A102480, HYPER_SIZE = 0x800, SOC_EU = 0x1A106000;
+
+// Cluster peripheral offsets (from the cluster base, 0x10200000 global / 0x00200000 alias).
+static const uint32_t CL_CTRL = 0x0000, CL_TIMER = 0x0400, CL_EU = 0x0800, CL_ICACHE = 0x1400, CL_DMA = 0x1800,
+                      CL_EU_DEMUX = 0x4000, CL_DMA_DEMUX = 0x4400;
 
 bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat) {
   value = 0;
+  (void)size;
   if (addr >= 0x1A100000 && addr < 0x1A200000) {
     lat = c.lat_apb;
-    if (addr - p_stdout < 0x1000 || addr - p_soc_ctrl < 0x1000 || addr - p_fc_icache < 0x800) return true;
+    if (addr - HYPER_BASE < HYPER_SIZE) return udma_read(c, addr - HYPER_BASE, value);
+    if (addr - p_stdout < 0x1000 || addr - p_soc_ctrl < 0x1000 || addr - p_fc_icache < 0x800 ||
+        addr - SOC_EU < 0x1000)
+      return true;
     if (addr - p_fc_timer < 0x800) {
       uint32_t off = addr - p_fc_timer;
       if (off == 0x8) value = (uint32_t)c.t;
@@ -114,17 +151,53 @@ bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& 
       if (addr - w.base < w.size) return true;
     return false;
   }
-  if (addr - p_cluster_ctrl < 0x200000) {  // cluster peripherals
-    lat = c.lat_cl_periph;
-    (void)size;
+  // The L1 test-and-set alias: a read returns the word and leaves all ones behind.
+  uint32_t tas = l1_base + 0x100000;
+  uint32_t toff = addr - tas;
+  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
+  if (toff < l1_size && toff + size <= l1_size) {
+    lat = c.lat_l1;
+    std::memcpy(&value, &l1[toff], size);
+    std::memset(&l1[toff], 0xff, size);
     return true;
   }
-  return false;
+  uint32_t off;
+  if (addr - p_cluster_ctrl < 0x200000)
+    off = addr - p_cluster_ctrl;
+  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
+    off = addr - 0x00200000;
+  else
+    return false;
+  if (off - CL_EU_DEMUX < 0x400) {
+    lat = c.lat_demux;
+    return eu_read(c, off - CL_EU_DEMUX, value, c.elw_access) || true;
+  }
+  if (off - CL_DMA_DEMUX < 0x400) {
+    lat = c.lat_demux;
+    if (c.is_fc) return true;
+    return dma_read(c, off - CL_DMA_DEMUX, c.cluster_core, value);
+  }
+  lat = c.lat_cl_periph;
+  if (off - CL_DMA < 0x400) return dma_read(c, off - CL_DMA, n_cluster, value);
+  if (off - CL_CTRL < 0x400) {
+    uint32_t r = off - CL_CTRL;
+    if (r == 0x08) value = fetch_en;
+    if (r >= 0x40 && (int)((r - 0x40) / 4) < n_cluster) value = bootaddr[(r - 0x40) / 4];
+    return true;
+  }
+  if (off - CL_TIMER < 0x400) {
+    uint32_t r = off - CL_TIMER;
+    if (r == 0x8) value = (uint32_t)c.t;
+    return true;
+  }
+  if (off - CL_EU < 0x800) return true;
+  return off < 0x200000;
 }
 
 bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& lat) {
   if (addr >= 0x1A100000 && addr < 0x1A200000) {
     lat = c.lat_apb;
+    if (addr - HYPER_BASE < HYPER_SIZE) return udma_write(c, addr - HYPER_BASE, value);
     if (addr - p_stdout < 0x1000) {
       // One channel per (cluster, core); lines are flushed on '\n' so that cores do not interleave.
       uint32_t chan = (addr - p_stdout) >> 3;
@@ -145,6 +218,10 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       }
       return true;
     }
+    if (addr - SOC_EU < 0x1000) {
+      if (addr == SOC_EU) fc_notify(c.t);  // a software SoC event reaches the FC
+      return true;
+    }
     if (addr - p_fc_icache < 0x800) {
       uint32_t off = addr - p_fc_icache;
       if (off == 0) fc().icache.enabled = value != 0;
@@ -157,37 +234,135 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
     (void)size;
     return false;
   }
-  if (addr - p_cluster_ctrl < 0x200000) {
-    lat = c.lat_cl_periph;
+  uint32_t tas = l1_base + 0x100000;
+  uint32_t toff = addr - tas;
+  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
+  if (toff < l1_size && toff + size <= l1_size) {
+    lat = c.lat_l1;
+    std::memcpy(&l1[toff], &value, size);
     return true;
   }
-  return false;
+  uint32_t off;
+  if (addr - p_cluster_ctrl < 0x200000)
+    off = addr - p_cluster_ctrl;
+  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
+    off = addr - 0x00200000;
+  else
+    return false;
+  if (off - CL_EU_DEMUX < 0x400) {
+    lat = c.lat_demux;
+    return c.is_fc ? true : eu_write(c, off - CL_EU_DEMUX, value);
+  }
+  if (off - CL_DMA_DEMUX < 0x400) {
+    lat = c.lat_demux;
+    if (c.is_fc) return true;
+    return dma_write(c, off - CL_DMA_DEMUX, c.cluster_core, value);
+  }
+  lat = c.lat_cl_periph;
+  if (off - CL_DMA < 0x400) return dma_write(c, off - CL_DMA, n_cluster, value);
+  if (off - CL_CTRL < 0x400) {
+    uint32_t r = off - CL_CTRL;
+    if (r >= 0x40 && (int)((r - 0x40) / 4) < n_cluster) bootaddr[(r - 0x40) / 4] = value;
+    if (r == 0x08) {
+      // A rising fetch-enable bit starts that core at its boot address.
+      for (int i = 0; i < n_cluster; i++)
+        if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1 + lat, T_CORE_START, i, bootaddr[i]);
+      fetch_en = value;
+    }
+    return true;
+  }
+  if (off - CL_ICACHE < 0x400) {
+    uint32_t r = off - CL_ICACHE;
+    if (r == 0) cl_icache_enabled = value != 0;
+    if (r == 4) {
+      cl_icache_l1.flush();
+      for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();
+    }
+    return true;
+  }
+  if (off - CL_EU < 0x800) {  // full event-unit map: software events at +0x600 (the FC's way in)
+    uint32_t r = off - CL_EU;
+    if (r >= 0x600 && r < 0x640) {
+      uint32_t mask = value ? value : (1u << n_cluster) - 1;
+      eu_set_events(mask, 1u << ((r - 0x600) >> 2), c.t + lat);
+    }
+    return true;
+  }
+  return off < 0x200000;
 }
 
+static std::string wait_text(const Core& c) {
+  char buf[160];
+  const char* who = c.is_fc ? "fc" : nullptr;
+  std::string name = who ? std::string(who) : "cluster core " + std::to_string(c.cluster_core);
+  switch (c.wait) {
+    case Core::W_WFI: std::snprintf(buf, sizeof buf, "%s in wfi at pc 0x%08x", name.c_str(), c.pc); break;
+    case Core::W_EVENT:
+      std::snprintf(buf, sizeof buf, "%s waits for events 0x%x at pc 0x%08x", name.c_str(), c.wait_arg, c.pc);
+      break;
+    case Core::W_DISPATCH: std::snprintf(buf, sizeof buf, "%s waits on the dispatch FIFO at pc 0x%08x", name.c_str(), c.pc); break;
+    case Core::W_MUTEX: std::snprintf(buf, sizeof buf, "%s waits for mutex %u at pc 0x%08x", name.c_str(), c.wait_arg, c.pc); break;
+    default: std::snprintf(buf, sizeof buf, "%s at pc 0x%08x", name.c_str(), c.pc); break;
+  }
+  return buf;
+}
+
+// Deterministic scheduling: the running core with the smallest cycle count executes next, until it
+// passes the next core's time or the next timed event; ties go to the lower core index.
 Status Machine::run(uint64_t max_cycles) {
   while (status == Status::Running) {
-    Core& c = fc();
-    if (!c.active) {
+    // c: the core to run; (second, second_idx): the earliest of the others, ties to the lower index
+    Core* c = nullptr;
+    uint64_t second = UINT64_MAX;
+    int second_idx = 1 << 30;
+    for (auto& k : cores) {
+      if (!k->active || k->sleeping) continue;
+      if (!c || k->cycle < c->cycle) {
+        if (c && (c->cycle < second || (c->cycle == second && c->index < second_idx))) {
+          second = c->cycle;
+          second_idx = c->index;
+        }
+        c = k.get();
+      } else if (k->cycle < second || (k->cycle == second && k->index < second_idx)) {
+        second = k->cycle;
+        second_idx = k->index;
+      }
+    }
+    uint64_t next_ev = timed.empty() ? UINT64_MAX : timed.front().time;
+    if (!c) {
+      if (next_ev != UINT64_MAX) {
+        process_timed(next_ev);
+        continue;
+      }
       status = Status::Deadlock;
       fault.kind = "deadlock";
-      fault.detail = "no core is running";
+      std::string who;
+      for (auto& k : cores)
+        if (k->active && k->sleeping) who += (who.empty() ? "" : "; ") + wait_text(*k);
+      fault.detail = "every core is waiting and nothing can wake it: " + who;
+      for (auto& k : cores)
+        if (k->active && k->sleeping) {
+          fault.pc = k->pc;
+          fault.core = k->index;
+          break;
+        }
       break;
     }
-    if (c.sleeping) {
-      status = Status::Deadlock;
-      fault.kind = "deadlock";
-      fault.detail = "every core is waiting and nothing can wake it (wfi)";
-      fault.pc = c.pc;
-      fault.core = c.index;
-      break;
+    if (next_ev <= c->cycle) {
+      process_timed(c->cycle);
+      continue;
     }
-    Status s = trace ? c.run<true>(max_cycles) : c.run<false>(max_cycles);
+    // run while ahead of nobody: equal cycles go to the lower core index first
+    uint64_t lim = second == UINT64_MAX ? second : (c->index < second_idx ? second : second - 1);
+    uint64_t bound = std::min(lim, next_ev - 1);
+    Status s = trace ? c->run<true>(max_cycles, bound) : c->run<false>(max_cycles, bound);
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;
       fault.kind = "cycle limit";
-      fault.detail = "reached the cycle limit of " + std::to_string(max_cycles);
-      fault.pc = c.pc;
-      fault.core = c.index;
+      fault.detail = "reached the cycle limit of " + std::to_string(max_cycles) +
+                     (c->is_fc ? "" : " (cluster core " + std::to_string(c->cluster_core) + " still running)");
+      fault.pc = c->pc;
+      fault.core = c->index;
       break;
     }
   }

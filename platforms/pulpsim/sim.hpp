@@ -54,12 +54,30 @@ struct ICache {  // set-associative instruction cache with round-robin replaceme
   bool enabled = false;
   uint32_t sets = 0, ways = 0;
   std::vector<uint32_t> tags;  // sets*ways line numbers, 0xffffffff = invalid
+  std::vector<uint64_t> ready; // cycle at which a line's refill completes
   std::vector<uint8_t> next;
   void init(uint32_t size, uint32_t nways, uint32_t line) {
     ways = nways;
     sets = size / (line * nways);
     tags.assign(sets * ways, 0xffffffffu);
+    ready.assign(sets * ways, 0);
     next.assign(sets, 0);
+  }
+  // Shared cache: a core that asks for a line still being refilled waits for the same refill.
+  uint32_t cost_at(uint32_t lineno, uint64_t now, uint32_t hit_lat, uint32_t miss_lat) {
+    uint32_t s = lineno % sets;
+    for (uint32_t w = 0; w < ways; w++) {
+      uint32_t k = s * ways + w;
+      if (tags[k] == lineno) {
+        uint64_t r = ready[k];
+        return r > now + hit_lat ? (uint32_t)(r - now) : hit_lat;
+      }
+    }
+    uint32_t k = s * ways + next[s];
+    tags[k] = lineno;
+    ready[k] = now + miss_lat;
+    next[s] = (uint8_t)((next[s] + 1) % ways);
+    return miss_lat;
   }
   void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
   bool lookup(uint32_t lineno) {  // true on hit; a miss fills the line
@@ -91,7 +109,19 @@ class Core {
   bool is_fc;
   uint32_t hartid;
   bool active = false;     // fetch-enabled and not halted
-  bool sleeping = false;   // waiting (wfi / event)
+  bool sleeping = false;   // waiting (wfi / event unit)
+  // What a sleeping core waits for, and where the value of its waiting load goes when it wakes.
+  enum WaitKind { W_NONE, W_WFI, W_EVENT, W_BARRIER, W_DISPATCH, W_MUTEX } wait = W_NONE;
+  uint32_t wait_rd = 0, wait_arg = 0;
+  bool wait_clear = false;   // EVENT_WAIT_CLEAR / TRIGGER_WAIT_CLEAR: clear the events that woke it
+  uint32_t wait_delay = 0;   // cycles from the wake-up condition to the next instruction
+  uint64_t sleep_from = 0;
+  bool block_pending = false;  // set by an event-unit read that must sleep
+  uint32_t block_value = 0;
+  int cluster_core = -1;       // index inside the cluster, -1 for the FC
+  bool elw_access = false;     // the current load is a p.elw
+  bool eu_touched = false;     // ...and it reached the event unit
+  uint32_t icache_l0_latency = 0;
 
   uint32_t X[64];          // x0..x31, then f0..f31 when FP registers are separate
   int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
@@ -131,7 +161,7 @@ class Core {
   bool misaligned_extra_access;
 
   template <bool TRACE>
-  Status run(uint64_t limit);
+  Status run(uint64_t limit, uint64_t bound);
   void reset_scoreboard();
 
   // helpers used by the generated semantics
@@ -182,12 +212,48 @@ class Core {
       ready_load[rd] = false;
     }
   }
-  void fpu_issue() {}
+  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: a private one, no clash)
+  uint64_t* div_busy = nullptr;  // the shared divide/sqrt unit
+  uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
+  uint32_t tcdm_banks = 1;
+  Insn tmp_insn;
+
+  inline void fpu_issue() {
+    if (fpu_busy) {
+      if (*fpu_busy > t) {
+        uint64_t s = *fpu_busy - t;
+        t = *fpu_busy;
+        ev[apu_idx] += s;
+        ev[X_FPU_CONT] += s;
+      }
+      *fpu_busy = t + 1;
+    }
+  }
   inline void fdiv_issue(uint32_t lat) {
+    if (div_busy) {
+      if (*div_busy > t) {
+        uint64_t s = *div_busy - t;
+        t = *div_busy;
+        ev[apu_idx] += s;
+        ev[X_FPU_CONT] += s;
+      }
+      *div_busy = t + lat;
+    }
     extra += lat - 1;
     ev[apu_idx] += lat - 1;
     ev[X_FDIV] += lat - 1;
   }
+  inline void tcdm_access(uint32_t l1_off) {
+    uint64_t& b = tcdm_busy[(l1_off >> 2) % tcdm_banks];
+    if (b > t) {
+      uint64_t s = b - t;
+      t = b;
+      ev[EV_TCDM_CONT] += s;
+      ev[X_TCDM] += s;
+    }
+    b = t + 1;
+  }
+  void sleep_on(WaitKind k, uint32_t rd, uint32_t arg, bool clear, uint32_t delay);
 };
 
 class Machine {
@@ -218,6 +284,71 @@ class Machine {
   uint32_t p_stdout, p_soc_ctrl, p_fc_timer, p_fc_icache, p_cluster_ctrl, p_cluster_icache;
   std::map<uint32_t, std::string> chan_buf;  // stdout channel -> pending line
   std::string out;                           // the program's output, in order of flushed lines
+
+  // ---- cluster ----
+  int n_cluster = 0;
+  uint32_t cluster_hartid_base = 0;
+  bool cl_icache_enabled = false;
+  ICache cl_icache_l1;                      // shared L1 instruction cache of the cluster
+  std::vector<uint32_t> bootaddr;
+  uint32_t fetch_en = 0;
+  std::vector<uint64_t> fpu_busy;           // one per shared FPU
+  uint64_t div_busy = 0;
+  std::vector<uint64_t> tcdm_busy;
+  Core& pe(int i) { return *cores[1 + i]; }
+
+  struct Barrier { uint32_t trigger_mask = 0, target_mask = 0, status = 0; };
+  struct EventUnit {
+    std::vector<uint32_t> mask, irq_mask, buffer;
+    std::vector<std::vector<uint32_t>> fifo;  // dispatch FIFO, one per core
+    uint32_t team = 0;
+    Barrier bar[16];
+    int mutex_owner[4] = {-1, -1, -1, -1};
+  } eu;
+  void eu_set_events(uint32_t core_mask, uint32_t bits, uint64_t when);
+  void eu_try_wake(Core& c, uint64_t when);
+  bool eu_read(Core& c, uint32_t off, uint32_t& value, bool elw);
+  bool eu_write(Core& c, uint32_t off, uint32_t value);
+  void barrier_arrive(int b, int core, uint64_t when);
+
+  // ---- cluster DMA (MCHAN) ----
+  struct DmaXfer {
+    uint32_t tid, loc, ext, len, row_len, stride;
+    bool to_l1, two_d, event, irq, bcast;
+    int channel;
+    uint64_t end;
+  };
+  struct DmaChannel { uint32_t words[5]; int n = 0; };
+  std::vector<DmaChannel> dma_chan;
+  uint32_t dma_alloc = 0, dma_active = 0;   // TID bitmaps
+  uint64_t dma_free_at = 0;                 // the engine is busy until then
+  std::map<uint32_t, DmaXfer> dma_inflight;
+  uint64_t dma_busy_cycles = 0, dma_bytes = 0, dma_transfers = 0;
+  uint32_t dma_bpc, dma_burst, dma_issue;
+  bool dma_read(Core& c, uint32_t off, int channel, uint32_t& value);
+  bool dma_write(Core& c, uint32_t off, int channel, uint32_t value);
+  void dma_complete(uint32_t tid, uint64_t when);
+
+  // ---- peripheral DMA (uDMA) and external memories ----
+  std::vector<uint8_t> hyperram, flash;
+  uint32_t hyper_mem_sel = 0;
+  struct HyperTrans { uint32_t rx_saddr = 0, rx_size = 0, tx_saddr = 0, tx_size = 0, ca = 0, addr = 0; bool busy = false; };
+  HyperTrans hyper[8];
+  uint32_t hyper_next_id = 0;
+  uint64_t udma_free_at = 0, udma_busy_cycles = 0, udma_bytes = 0, udma_transfers = 0;
+  bool udma_read(Core& c, uint32_t off, uint32_t& value);
+  bool udma_write(Core& c, uint32_t off, uint32_t value);
+  bool fc_event_pending = false;
+  void fc_notify(uint64_t when);
+
+  // ---- timed events (DMA completions, core starts), processed in time order ----
+  struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };
+  std::vector<Timed> timed;  // a min-heap on (time, seq)
+  uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
+  uint64_t timed_seq = 0;
+  void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
+  void process_timed(uint64_t upto);
+  enum { T_DMA_DONE = 1, T_UDMA_DONE = 2, T_CORE_START = 3 };
 
   // run state
   Status status = Status::Running;

@@ -1,0 +1,483 @@
+// The cluster's shared blocks: event unit (events, barriers, dispatch FIFO, mutexes), cluster DMA
+// (MCHAN), and the SoC's peripheral DMA (uDMA) with the HyperRAM / HyperFlash behind it.
+// Register layouts and timing follow platform-facts sections 5 and 6 and the calibration kit.
+#include <algorithm>
+#include <cstring>
+
+#include "sim.hpp"
+
+namespace pulpsim {
+
+// ---------------------------------------------------------------- timed events
+
+void Machine::schedule(uint64_t time, int kind, uint32_t a, uint32_t b) {
+  if (time <= run_bound) run_bound = time ? time - 1 : 0;
+  timed.push_back(Timed{time, timed_seq++, kind, a, b});
+  std::push_heap(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) {
+    return x.time != y.time ? x.time > y.time : x.seq > y.seq;
+  });
+}
+
+void Machine::process_timed(uint64_t upto) {
+  auto later = [](const Timed& x, const Timed& y) { return x.time != y.time ? x.time > y.time : x.seq > y.seq; };
+  while (!timed.empty() && timed.front().time <= upto && status == Status::Running) {
+    std::pop_heap(timed.begin(), timed.end(), later);
+    Timed e = timed.back();
+    timed.pop_back();
+    switch (e.kind) {
+      case T_DMA_DONE: dma_complete(e.a, e.time); break;
+      case T_UDMA_DONE: {
+        HyperTrans& h = hyper[e.a];
+        h.busy = false;
+        fc_notify(e.time);
+        break;
+      }
+      case T_CORE_START: {
+        Core& c = pe((int)e.a);
+        if (!c.active) {
+          c.active = true;
+          c.sleeping = false;
+          c.pc = e.b;
+          c.mtvec = e.b & ~0xffu;
+          c.cycle = std::max(c.cycle, e.time);
+        }
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- event unit
+
+void Core::sleep_on(WaitKind k, uint32_t rd, uint32_t arg, bool clear, uint32_t delay) {
+  sleeping = true;
+  wait = k;
+  wait_rd = rd;
+  wait_arg = arg;
+  wait_clear = clear;
+  wait_delay = delay;
+  sleep_from = t;
+  block_pending = true;
+}
+
+static void wake(Core& c, uint32_t value, uint64_t when) {
+  // The waiting load returns `value`; the next instruction issues wait_delay cycles after the
+  // wake-up condition (never before the waiting instruction itself could have completed).
+  uint64_t resume = when + c.wait_delay;
+  if (resume < c.sleep_from + c.wait_delay) resume = c.sleep_from + c.wait_delay;
+  if (c.wait_rd) {
+    c.X[c.wait_rd] = value;
+    c.ready[c.wait_rd] = 0;
+  }
+  if (resume > c.cycle) {
+    c.ev[X_WAIT] += resume - c.cycle;
+    c.cycle = resume;
+  }
+  c.sleeping = false;
+  c.wait = Core::W_NONE;
+  if (c.cycle < c.m->run_bound) c.m->run_bound = c.cycle;  // the running core must not get ahead of it
+}
+
+void Machine::eu_try_wake(Core& c, uint64_t when) {
+  if (!c.sleeping || c.wait != Core::W_EVENT) return;
+  int i = c.cluster_core;
+  uint32_t hit = eu.buffer[i] & c.wait_arg;
+  if (!hit) return;
+  if (c.wait_clear) eu.buffer[i] &= ~hit;
+  wake(c, hit, when);
+}
+
+void Machine::eu_set_events(uint32_t core_mask, uint32_t bits, uint64_t when) {
+  for (int i = 0; i < n_cluster; i++) {
+    if (!(core_mask >> i & 1)) continue;
+    eu.buffer[i] |= bits;
+    eu_try_wake(pe(i), when);
+  }
+}
+
+void Machine::barrier_arrive(int b, int core, uint64_t when) {
+  Barrier& br = eu.bar[b];
+  br.status |= 1u << core;
+  if (br.trigger_mask && (br.status & br.trigger_mask) == br.trigger_mask) {
+    br.status = 0;
+    eu_set_events(br.target_mask, 1u << 16, when);  // event 16: barrier
+  }
+}
+
+// A read of an event-unit register from cluster core c (offset inside the per-core demux view).
+// Registers that wait make the core sleep (block_pending) unless their condition already holds.
+bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
+  int i = c.cluster_core;
+  if (i < 0) return false;
+  c.eu_touched = true;
+  const Config& k = cfg;
+  uint32_t delay = k.u("timing.elw_overhead") + k.u("timing.eu_wakeup") + 1 + (elw ? 0 : k.u("timing.eu_lw_extra"));
+  auto wait_events = [&](uint32_t mask, bool clear) {
+    uint32_t hit = eu.buffer[i] & mask;
+    if (hit) {
+      if (clear) eu.buffer[i] &= ~hit;
+      value = hit;
+      c.extra += delay - 1;
+    } else {
+      c.sleep_on(Core::W_EVENT, 0, mask, clear, delay);
+    }
+  };
+  value = 0;
+  switch (off) {
+    case 0x00: value = eu.mask[i]; return true;
+    case 0x0C: value = eu.irq_mask[i]; return true;
+    case 0x1C: value = eu.buffer[i]; return true;
+    case 0x20: value = eu.buffer[i] & eu.mask[i]; return true;
+    case 0x24: value = eu.buffer[i] & eu.irq_mask[i]; return true;
+    case 0x38: wait_events(eu.mask[i], false); return true;
+    case 0x3C: wait_events(eu.mask[i], true); return true;
+    case 0x80: {  // dispatch FIFO pop
+      auto& f = eu.fifo[i];
+      if (!f.empty()) {
+        value = f.front();
+        f.erase(f.begin());
+        c.extra += delay - 1;
+      } else {
+        c.sleep_on(Core::W_DISPATCH, 0, 0, false, delay);
+      }
+      return true;
+    }
+    case 0x84: value = eu.team; return true;
+    default: break;
+  }
+  if (off >= 0xC0 && off < 0x100) {  // mutex: a read locks (and waits while another core holds it)
+    int mx = (off & 0xF) >> 2;
+    if (eu.mutex_owner[mx] < 0) {
+      eu.mutex_owner[mx] = i;
+      c.extra += delay - 1;
+    } else {
+      c.sleep_on(Core::W_MUTEX, 0, (uint32_t)mx, false, delay);
+    }
+    return true;
+  }
+  if (off >= 0x200 && off < 0x200 + 0x20 * 16) {
+    int b = (off - 0x200) >> 5;
+    switch (off & 0x1F) {
+      case 0x00: value = eu.bar[b].trigger_mask; return true;
+      case 0x04: value = eu.bar[b].status; return true;
+      case 0x08: value = eu.bar[b].status ? 1 : 0; return true;
+      case 0x0C: value = eu.bar[b].target_mask; return true;
+      case 0x18:
+      case 0x1C:
+        barrier_arrive(b, i, c.t);
+        wait_events(1u << 16, (off & 0x1F) == 0x1C);
+        return true;
+      default: return true;
+    }
+  }
+  return true;  // unimplemented registers read 0, as in the model
+}
+
+bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
+  int i = c.cluster_core;
+  if (i < 0) return false;
+  switch (off) {
+    case 0x00: eu.mask[i] = v; eu_try_wake(c, c.t); return true;
+    case 0x04: eu.mask[i] &= ~v; return true;
+    case 0x08: eu.mask[i] |= v; eu_try_wake(c, c.t); return true;
+    case 0x0C: eu.irq_mask[i] = v; return true;
+    case 0x10: eu.irq_mask[i] &= ~v; return true;
+    case 0x14: eu.irq_mask[i] |= v; return true;
+    case 0x28: eu.buffer[i] &= ~v; return true;
+    case 0x80: {  // dispatch push to every core of the team
+      for (int j = 0; j < n_cluster; j++) {
+        if (!(eu.team >> j & 1)) continue;
+        Core& p = pe(j);
+        if (p.sleeping && p.wait == Core::W_DISPATCH)
+          wake(p, v, c.t);
+        else
+          eu.fifo[j].push_back(v);
+      }
+      return true;
+    }
+    case 0x84: eu.team = v; return true;
+    default: break;
+  }
+  if (off >= 0xC0 && off < 0x100) {  // mutex unlock: hand over to the waiter that has waited longest
+    int mx = (off & 0xF) >> 2;
+    Core* next = nullptr;
+    for (int j = 0; j < n_cluster; j++) {
+      Core& p = pe(j);
+      if (p.sleeping && p.wait == Core::W_MUTEX && p.wait_arg == (uint32_t)mx &&
+          (!next || p.sleep_from < next->sleep_from))
+        next = &p;
+    }
+    eu.mutex_owner[mx] = next ? next->cluster_core : -1;
+    if (next) wake(*next, 0, c.t);
+    return true;
+  }
+  if (off >= 0x100 && off < 0x140) {  // software event e to a core mask (0 = all cores)
+    int e = (off - 0x100) >> 2;
+    uint32_t mask = v ? v : (1u << n_cluster) - 1;
+    eu_set_events(mask, 1u << e, c.t);
+    return true;
+  }
+  if (off >= 0x200 && off < 0x200 + 0x20 * 16) {
+    int b = (off - 0x200) >> 5;
+    switch (off & 0x1F) {
+      case 0x00: eu.bar[b].trigger_mask = v; return true;
+      case 0x0C: eu.bar[b].target_mask = v; return true;
+      case 0x10:
+        for (int j = 0; j < n_cluster; j++)
+          if (v >> j & 1) barrier_arrive(b, j, c.t);
+        return true;
+      case 0x14: barrier_arrive(b, i, c.t); return true;
+      default: return true;
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- cluster DMA (MCHAN v7)
+
+bool Machine::dma_read(Core& c, uint32_t off, int channel, uint32_t& value) {
+  (void)channel;
+  if (off == 0x0) {  // allocate a transfer counter; wait for the earliest completion when all 16 are taken
+    if (dma_alloc == 0xffff) {
+      uint64_t first = UINT64_MAX;
+      uint32_t tid = 0;
+      for (auto& kv : dma_inflight)
+        if (kv.second.end < first) first = kv.second.end, tid = kv.first;
+      if (first == UINT64_MAX) {
+        c.fault("DMA error", "all 16 transfer counters are allocated and none is in flight (missing free)");
+        return true;
+      }
+      if (first > c.t) c.extra += (uint32_t)(first - c.t);
+      process_timed(first);
+      dma_alloc &= ~(1u << tid);
+    }
+    for (uint32_t tid = 0; tid < 16; tid++) {
+      if (!(dma_alloc >> tid & 1)) {
+        dma_alloc |= 1u << tid;
+        value = tid;
+        return true;
+      }
+    }
+  }
+  if (off == 0x4) {
+    value = (dma_alloc << 16) | dma_active;
+    return true;
+  }
+  value = 0;
+  return true;
+}
+
+bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
+  if (off == 0x4) {  // free transfer counters
+    dma_alloc &= ~(v & 0xffff);
+    return true;
+  }
+  if (off != 0x0) return true;
+  DmaChannel& ch = dma_chan[channel];
+  ch.words[ch.n++] = v;
+  bool two_d = ch.words[0] >> 19 & 1;
+  if (ch.n < (two_d ? 5 : 3)) return true;
+  ch.n = 0;
+  DmaXfer x{};
+  uint32_t w0 = ch.words[0];
+  x.len = w0 & 0x1ffff;
+  x.to_l1 = w0 >> 17 & 1;
+  x.two_d = two_d;
+  x.event = w0 >> 20 & 1;
+  x.irq = w0 >> 21 & 1;
+  x.bcast = w0 >> 22 & 1;
+  x.loc = ch.words[1] & 0xfffff;  // TCDM addresses are 20 bits
+  x.ext = ch.words[2];
+  x.row_len = two_d ? ch.words[3] : x.len;
+  x.stride = two_d ? ch.words[4] : x.len;
+  x.channel = channel;
+  // which counter: the lowest allocated one not yet carrying a transfer
+  uint32_t tid = 16;
+  for (uint32_t k = 0; k < 16; k++)
+    if ((dma_alloc >> k & 1) && !(dma_active >> k & 1)) {
+      tid = k;
+      break;
+    }
+  if (tid == 16) {
+    c.fault("DMA error", "transfer queued without an allocated counter (read CMD first)");
+    return true;
+  }
+  if (x.loc + x.len > l1_size) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "transfer of %u bytes at L1 offset 0x%05x runs past the end of L1", x.len, x.loc);
+    c.fault("DMA error", buf, true, ch.words[1]);
+    return true;
+  }
+  if (x.row_len == 0 && x.len) {
+    c.fault("DMA error", "2-D transfer with a row length of 0");
+    return true;
+  }
+  x.tid = tid;
+  // Timing: 2 cycles through the queues, then 8 bytes per cycle on the TCDM side; every row of a
+  // 2-D transfer takes at least one cycle; L1 -> L2 adds one cycle per 256-byte burst.
+  uint64_t start = std::max<uint64_t>(c.t + 1 + dma_issue, dma_free_at);
+  uint64_t dur = 0;
+  uint32_t rows = x.two_d ? (x.len + x.row_len - 1) / x.row_len : 1;
+  for (uint32_t r = 0; r < rows; r++) {
+    uint32_t n = std::min(x.row_len, x.len - r * x.row_len);
+    dur += std::max<uint64_t>(1, (n + dma_bpc - 1) / dma_bpc);
+    if (!x.to_l1) dur += (n + dma_burst - 1) / dma_burst;
+  }
+  x.end = start + dur;
+  dma_free_at = x.end;
+  dma_busy_cycles += dur;
+  dma_bytes += x.len;
+  dma_transfers++;
+  dma_active |= 1u << tid;
+  dma_inflight[tid] = x;
+  schedule(x.end, T_DMA_DONE, tid);
+  return true;
+}
+
+void Machine::dma_complete(uint32_t tid, uint64_t when) {
+  auto it = dma_inflight.find(tid);
+  if (it == dma_inflight.end()) return;
+  DmaXfer x = it->second;
+  dma_inflight.erase(it);
+  uint32_t rows = x.two_d ? (x.len + x.row_len - 1) / x.row_len : 1;
+  uint32_t done = 0;
+  for (uint32_t r = 0; r < rows; r++) {
+    uint32_t n = std::min(x.row_len, x.len - done);
+    uint32_t ext = x.ext + r * x.stride;
+    uint8_t* e = host_ptr(ext, n);
+    if (!e) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "transfer row %u of %u bytes at external address 0x%08x is outside L2", r, n, ext);
+      status = Status::Fault;
+      fault.kind = "DMA error";
+      fault.detail = buf;
+      fault.has_addr = true;
+      fault.addr = ext;
+      fault.core = 1 + (x.channel < n_cluster ? x.channel : 0);
+      return;
+    }
+    uint8_t* l = &l1[x.loc + done];
+    if (x.to_l1)
+      std::memcpy(l, e, n);
+    else {
+      std::memcpy(e, l, n);
+      invalidate(ext, (int)n);
+    }
+    done += n;
+  }
+  dma_active &= ~(1u << tid);
+  // Completion events: with broadcast every core channel raises event 8; the shared (periph) channel
+  // only ever raises the external line, event 22 on every core.
+  uint32_t all = (1u << n_cluster) - 1;
+  bool periph = x.channel >= n_cluster;
+  if (x.event && x.bcast) eu_set_events(all, 1u << 8, when);
+  if (x.event && !x.bcast && !periph) eu_set_events(1u << x.channel, 1u << 8, when);
+  if (periph) eu_set_events(all, 1u << 22, when);
+}
+
+// ---------------------------------------------------------------- uDMA and HyperBus memories
+
+void Machine::fc_notify(uint64_t when) {
+  Core& f = fc();
+  if (f.sleeping && f.wait == Core::W_WFI) {
+    f.wait_delay = 1;
+    wake(f, 0, when);
+  } else {
+    fc_event_pending = true;
+  }
+}
+
+// Offsets relative to the hyper peripheral (uDMA id 8): 8 transaction channels of 0x80, then the
+// common registers at +0x400.
+bool Machine::udma_read(Core& c, uint32_t off, uint32_t& value) {
+  (void)c;
+  value = 0;
+  if (off >= 0x400) {
+    if (off == 0x424) {  // TRANS_ID_ALLOC: a free transaction id, 8 if none
+      value = 8;
+      for (uint32_t k = 0; k < 8; k++) {
+        uint32_t id = (hyper_next_id + k) % 8;
+        if (!hyper[id].busy) {
+          value = id;
+          hyper_next_id = (id + 1) % 8;
+          break;
+        }
+      }
+    } else if (off == 0x420) {
+      value = hyper_mem_sel;
+    }
+    return true;
+  }
+  HyperTrans& h = hyper[off >> 7];
+  switch (off & 0x7F) {
+    case 0x00: value = h.rx_saddr; break;
+    case 0x04: value = h.rx_size; break;
+    case 0x0C: value = h.tx_saddr; break;
+    case 0x10: value = h.tx_size; break;
+    case 0x18: value = h.ca; break;
+    case 0x1C: value = h.addr; break;
+    case 0x24: value = h.busy ? 1 : 0; break;
+    default: break;
+  }
+  return true;
+}
+
+bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
+  if (off >= 0x400) {
+    if (off == 0x420) hyper_mem_sel = v & 1;
+    return true;
+  }
+  uint32_t id = off >> 7;
+  HyperTrans& h = hyper[id];
+  switch (off & 0x7F) {
+    case 0x00: h.rx_saddr = v; return true;
+    case 0x04: h.rx_size = v; return true;
+    case 0x0C: h.tx_saddr = v; return true;
+    case 0x10: h.tx_size = v; return true;
+    case 0x18: h.ca = v; return true;
+    case 0x1C: h.addr = v; return true;
+    case 0x08:
+    case 0x14: break;
+    default: return true;
+  }
+  if (!(v & 0x10)) return true;  // CFG without EN
+  bool read = (off & 0x7F) == 0x08;  // RX: external memory -> L2
+  std::vector<uint8_t>& mem = hyper_mem_sel ? flash : hyperram;
+  const char* mname = hyper_mem_sel ? "flash" : "hyperram";
+  uint32_t l2a = read ? h.rx_saddr : h.tx_saddr;
+  uint32_t n = read ? h.rx_size : h.tx_size;
+  uint8_t* p = host_ptr(l2a, n);
+  char buf[160];
+  if (!p || l2a - l2_base >= l2_size) {
+    std::snprintf(buf, sizeof buf, "uDMA %s of %u bytes at 0x%08x: the buffer must be in L2", read ? "read" : "write", n, l2a);
+    c.fault("uDMA error", buf, true, l2a);
+    return true;
+  }
+  if ((uint64_t)h.addr + n > mem.size()) {
+    std::snprintf(buf, sizeof buf, "uDMA %s of %u bytes at %s address 0x%x runs past its %zu bytes", read ? "read" : "write",
+                  n, mname, h.addr, mem.size());
+    c.fault("uDMA error", buf, true, h.addr);
+    return true;
+  }
+  // The data moves now; completion (STATUS busy, the FC's event) follows the transfer time.
+  if (read) {
+    std::memcpy(p, &mem[h.addr], n);
+    invalidate(l2a, (int)n);
+  } else {
+    std::memcpy(&mem[h.addr], p, n);
+  }
+  std::string dev = hyper_mem_sel ? "flash" : "hyperram";
+  double cpb = cfg.get("mem." + dev + "." + (read ? "read_cycles_per_byte" : "write_cycles_per_byte"));
+  uint64_t setup = cfg.u("mem." + dev + "." + (read ? "read_setup_cycles" : "write_setup_cycles"));
+  uint64_t start = std::max<uint64_t>(c.t + 1, udma_free_at);
+  uint64_t dur = setup + (uint64_t)(cpb * n + 0.5);
+  udma_free_at = start + dur;
+  udma_busy_cycles += dur;
+  udma_bytes += n;
+  udma_transfers++;
+  h.busy = true;
+  schedule(start + dur, T_UDMA_DONE, id);
+  return true;
+}
+
+}  // namespace pulpsim
