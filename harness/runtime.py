@@ -14,7 +14,7 @@ from harness.platform import Platform
 RUNTIME_DIR = ROOT / "pulp_kernels" / "runtime"
 INCLUDE_DIR = ROOT / "pulp_kernels" / "include"
 BUILD_DIR = ROOT / "build" / "runtime"
-SOURCES = ("crt0.S", "io.c", "libc.c", "perf.c")
+SOURCES = ("crt0.S", "io.c", "libc.c", "perf.c", "alloc.c", "cluster.c", "hyperbus.c")
 
 
 def _env() -> jinja2.Environment:
@@ -30,6 +30,7 @@ def template_values(plat: Platform) -> dict:
         "soc_ctrl": plat.peripherals["soc_ctrl"], "l1_base": l1.base, "l1_size": l1.size,
         "l2_base": l2.base, "l2_size": l2.size, "fc_stack": plat.fc["stack_size"],
         "cluster_stack": plat.cluster["stack_size"],
+        "hyperram_size": plat.memory("hyperram").size, "flash_size": plat.memory("flash").size,
         "peripherals": sorted((k, v) for k, v in plat.peripherals.items() if k not in ("stdout", "soc_ctrl")),
     }
 

@@ -70,6 +70,7 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
         "stdout": r["stdout"].decode("utf-8", errors="replace"),
         "stalls": stalls,
         "cores": cores,
+        "dmas": r["dmas"],
         "host_seconds": r["host_seconds"],
         "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
     }

@@ -96,22 +96,25 @@ template <class F> static inline double to_double(uint32_t a) {
 
 // Round-to-odd fix-up: `s` is the round-to-nearest double of an exact value v;
 // `inexact` says v != s; `up` says |v| > |s|.  Returns RO(v).
+// Written without data-dependent branches: inexactness and the rounding direction are
+// essentially random in real workloads, so branches here would be mispredicted.
 static inline double round_odd(double s, bool inexact, bool up) {
-    if (!inexact) return s;
-    uint64_t u = d2u(s);
-    if (!(u & 1)) u += up ? 1 : ~(uint64_t)0;   // move to the odd neighbour on v's side
-    return u2d(u);
+    const uint64_t u = d2u(s);
+    const uint64_t step = (uint64_t)(inexact & !(u & 1));   // even and inexact: move to
+    const uint64_t down = (uint64_t)0 - (uint64_t)!up;       // the odd neighbour on v's side
+    return u2d(u + ((step ^ down) - down));                  // (+step or -step)
 }
 
-// Whether to increment the magnitude of the truncated significand `kept`.
-static inline bool round_inc(uint64_t kept, uint64_t rem, uint64_t half, int rm, bool neg) {
-    if (rem == 0) return false;
+// Whether to increment the magnitude of the truncated significand `kept`
+// (`rem` = discarded bits, `half` = weight of the first discarded bit).
+static inline uint64_t round_inc(uint64_t kept, uint64_t rem, uint64_t half, int rm, bool neg) {
+    const bool inexact = rem != 0;
     switch (rm) {
-    case RTZ: return false;
-    case RDN: return neg;
-    case RUP: return !neg;
+    case RTZ: return 0;
+    case RDN: return inexact & neg;
+    case RUP: return inexact & !neg;
     case RMM: return rem >= half;
-    default:  return rem > half || (rem == half && (kept & 1));
+    default:  return (rem > half) | ((rem == half) & (bool)(kept & 1));
     }
 }
 
@@ -146,10 +149,8 @@ template <class F> static inline uint32_t round_pack(double x, int rm, uint32_t&
     }
     uint64_t kept = m >> shift;
     const uint64_t rem = m & ((1ull << shift) - 1);
-    if (rem) {
-        fl |= tiny ? (NX | UF) : NX;
-        kept += round_inc(kept, rem, 1ull << (shift - 1), rm, neg);
-    }
+    fl |= (uint32_t)(rem != 0) * (tiny ? (NX | UF) : NX);
+    kept += round_inc(kept, rem, 1ull << (shift - 1), rm, neg);
     if (E < F::EMIN) return sbit | (uint32_t)kept;   // carry into min normal is automatic
     // `kept` carries the hidden bit, which adds one to the exponent field; a carry out
     // of the significand bumps the exponent again, as it should.

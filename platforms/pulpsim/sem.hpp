@@ -19,6 +19,28 @@ static inline uint32_t vf2(uint32_t a, uint32_t b, bool rep, F f) {
   return pack(r0, r1);
 }
 
+// Comparisons (GVSoC VF_CMP): the 0/1 result of lane i goes to bit i of rd.
+template <typename F>
+static inline uint32_t vfcmp(uint32_t a, uint32_t b, bool rep, F f) {
+  uint16_t b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+  return f(lane(a, 0), b0) | (f(lane(a, 1), b1) << 1);
+}
+static inline bool nan16(uint16_t a) { return (a & 0x7fffu) > 0x7c00u; }
+
+// vfclass.h (GVSoC lib_flexfloat_vclass): one byte per lane, bit 7 sign, 6 not sign, 5 quiet NaN,
+// 4 signalling NaN, 3 zero, 2 subnormal, 1 normal, 0 infinity.
+static inline uint32_t vclass16(uint16_t a) {
+  uint32_t s = a >> 15, e = (a >> 10) & 0x1fu, m = a & 0x3ffu;
+  uint32_t c = (s << 7) | ((s ^ 1u) << 6);
+  if (e == 0x1fu)
+    c |= m == 0 ? 1u : (m & 0x200u) ? 1u << 5 : 1u << 4;
+  else if (e == 0)
+    c |= m == 0 ? 1u << 3 : 1u << 2;
+  else
+    c |= 1u << 1;
+  return c;
+}
+
 static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
   // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
   // added to the binary32 accumulator.
@@ -30,6 +52,14 @@ static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, 
 }
 
 }  // namespace pulpsim
+
+namespace fp {
+// vfavg.h as GVSoC computes it (flexfloat: ff_add, then ff_div by 2): the sum is rounded to binary16 first,
+// so a sum that overflows gives infinity. (fp::avg16 is the single-rounding (a+b)/2.)
+static inline uint16_t avg16_gvsoc(uint16_t a, uint16_t b, int rm, uint32_t& fl) {
+  return mul16(add16(a, b, rm, fl), 0x3800u, rm, fl);
+}
+}  // namespace fp
 
 #define RS1 X[d->rs1]
 #define RS2 X[d->rs2]
@@ -51,6 +81,7 @@ static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, 
 #define FL fflags
 #define RM rm_resolve(d->rm)
 #define FRM rm_resolve(7)
+#define VRM fp::RNE  // FP16 SIMD: GVSoC passes rounding mode 0 (or uses the host default), never frm
 
 #define WRD(v) (X[d->rd] = (uint32_t)(v))
 #define WRS1(v) (X[d->rs1] = (uint32_t)(v))
@@ -97,44 +128,46 @@ static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, 
 // FP16 SIMD
 #define VF2(fn, rep)                                                                                  \
   ([&] {                                                                                              \
-    int rm_ = FRM;                                                                                    \
+    int rm_ = VRM;                                                                                    \
     return vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return fp::fn(a_, b_, rm_, fflags); }); \
   }())
 #define VF2N(fn, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return fp::fn(a_, b_, fflags); })
 #define VFSGN(fn, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return (uint16_t)fp::fn(a_, b_); })
 #define VF1(fn)                                                                   \
   ([&] {                                                                          \
-    int rm_ = FRM;                                                                \
+    int rm_ = VRM;                                                                \
     return pack(fp::fn(lane(RS1, 0), rm_, fflags), fp::fn(lane(RS1, 1), rm_, fflags)); \
   }())
 #define VFMA(rep, negp, negc)                                                                   \
   ([&] {                                                                                        \
-    int rm_ = FRM;                                                                              \
+    int rm_ = VRM;                                                                              \
     uint16_t b0_ = lane(RS2, 0), b1_ = (rep) ? b0_ : lane(RS2, 1);                              \
     return pack(fp::fma16(lane(RS1, 0), b0_, lane(RDV, 0), (negp), (negc), rm_, fflags),        \
                 fp::fma16(lane(RS1, 1), b1_, lane(RDV, 1), (negp), (negc), rm_, fflags));       \
   }())
+// GVSoC lib_flexfloat_{eq,ne,lt,ge,le,gt}: a NaN operand gives 0 for every predicate (ne too); eq signals
+// only on a signalling NaN, lt/le on any NaN, ne/ge/gt never.
 #define VFCMP_eq(a, b) fp::eq16(a, b, fflags)
-#define VFCMP_ne(a, b) (fp::eq16(a, b, fflags) ^ 1u)
+#define VFCMP_ne(a, b) (nan16(a) || nan16(b) ? 0u : fp::eq16(a, b, fflags) ^ 1u)
 #define VFCMP_lt(a, b) fp::lt16(a, b, fflags)
 #define VFCMP_le(a, b) fp::le16(a, b, fflags)
-#define VFCMP_ge(a, b) fp::le16(b, a, fflags)
-#define VFCMP_gt(a, b) fp::lt16(b, a, fflags)
-#define VFCMP(op, rep) vf2(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return (uint16_t)VFCMP_##op(a_, b_); })
-#define VFCLASS() pack((uint16_t)fp::classify16(lane(RS1, 0)), (uint16_t)fp::classify16(lane(RS1, 1)))
+#define VFCMP_ge(a, b) (nan16(a) || nan16(b) ? 0u : fp::le16(b, a, fflags))
+#define VFCMP_gt(a, b) (nan16(a) || nan16(b) ? 0u : fp::lt16(b, a, fflags))
+#define VFCMP(op, rep) vfcmp(RS1, RS2, (rep), [&](uint16_t a_, uint16_t b_) { return (uint32_t)VFCMP_##op(a_, b_); })
+#define VFCLASS() (vclass16(lane(RS1, 0)) | (vclass16(lane(RS1, 1)) << 8))
 #define VFCVT_X(sgn)                                                                                 \
   ([&] {                                                                                             \
-    int rm_ = FRM;                                                                                   \
+    int rm_ = VRM;                                                                                   \
     return (sgn) ? pack(fp::to_i16_16(lane(RS1, 0), rm_, fflags), fp::to_i16_16(lane(RS1, 1), rm_, fflags)) \
                  : pack(fp::to_u16_16(lane(RS1, 0), rm_, fflags), fp::to_u16_16(lane(RS1, 1), rm_, fflags)); \
   }())
 #define VFCVT_H(sgn)                                                                                     \
   ([&] {                                                                                                 \
-    int rm_ = FRM;                                                                                       \
+    int rm_ = VRM;                                                                                       \
     return (sgn) ? pack(fp::from_i16_16(lane(RS1, 0), rm_, fflags), fp::from_i16_16(lane(RS1, 1), rm_, fflags)) \
                  : pack(fp::from_u16_16(lane(RS1, 0), rm_, fflags), fp::from_u16_16(lane(RS1, 1), rm_, fflags)); \
   }())
-#define VFDOTPEX(rep, neg) vfdotpex(RDV, RS1, RS2, (rep), (neg), FRM, fflags)
+#define VFDOTPEX(rep, neg) vfdotpex(RDV, RS1, RS2, (rep), (neg), VRM, fflags)
 
 // Integer SIMD
 #define SIMD_H(expr)                                                                                  \

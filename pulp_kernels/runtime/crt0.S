@@ -45,8 +45,17 @@ exit:
     j     4b
     .size exit, . - exit
 
-    .weak __pulp_cluster_start
+    /* cluster core a0: its stack is __cluster_stacks + (a0 + 1) * PULP_CLUSTER_STACK_SIZE */
     .type __pulp_cluster_start, @function
 __pulp_cluster_start:
+    .option push
+    .option norelax
+    la    sp, __cluster_stacks
+    addi  t0, a0, 1
+    li    t1, PULP_CLUSTER_STACK_SIZE
+    mul   t0, t0, t1
+    add   sp, sp, t0
+    call  __pulp_cluster_main
 5:  wfi
     j     5b
+    .option pop

@@ -89,6 +89,131 @@ static inline void pi_perf_stop(void) {
 }
 unsigned int pi_perf_read(int id);
 
+/* ---- devices and tasks ---- */
+struct pi_device {
+  void *config;
+  void *data;
+};
+typedef struct pi_task {
+  volatile int32_t id;   /* uDMA transaction id while in flight, -1 when done */
+  volatile int32_t done;
+} pi_task_t;
+void pi_open_from_conf(struct pi_device *device, void *conf);
+pi_task_t *pi_task_block(pi_task_t *task);
+void pi_task_wait_on(pi_task_t *task);
+
+/* ---- memory allocators (first fit over the linker's heap regions) ---- */
+void *pi_l2_malloc(uint32_t size);
+void pi_l2_free(void *chunk, uint32_t size);
+void *pi_l1_malloc(struct pi_device *device, uint32_t size);
+void pi_l1_free(struct pi_device *device, void *chunk, uint32_t size);
+#define PI_L1 __attribute__((section(".l1")))
+#define PI_L1_DATA __attribute__((section(".l1_data")))
+#define PI_L2 __attribute__((section(".l2_data")))
+
+/* ---- cluster ---- */
+struct pi_cluster_conf {
+  int id;
+};
+struct pi_cluster_task {
+  void (*entry)(void *arg);
+  void *arg;
+  void *stacks;
+  uint32_t stack_size;
+  uint32_t slave_stack_size;
+  int nb_cores;
+};
+void pi_cluster_conf_init(struct pi_cluster_conf *conf);
+int pi_cluster_open(struct pi_device *device);
+int pi_cluster_close(struct pi_device *device);
+struct pi_cluster_task *pi_cluster_task(struct pi_cluster_task *task, void (*entry)(void *), void *arg);
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task);
+#define pi_cluster_send_task pi_cluster_send_task_to_cl
+static inline int pi_cl_cluster_nb_cores(void) { return PULP_CLUSTER_CORES; }
+void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg);
+static inline int pi_cl_team_nb_cores(void);
+
+/* event unit, per-core view (cluster cores) */
+#define PULP_EU_DEMUX 0x10204000u
+static inline uint32_t pulp_elw(uint32_t addr) {
+  uint32_t v;
+  __asm__ volatile(".insn i 0x03, 6, %0, 0(%1)" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+static inline void pulp_wr(uint32_t addr, uint32_t v) { *(volatile uint32_t *)addr = v; }
+static inline uint32_t pulp_rd(uint32_t addr) { return *(volatile uint32_t *)addr; }
+/* wait for (and clear) the events of `mask`, as eu_evt_maskWaitAndClr */
+static inline uint32_t pulp_evt_wait_clear(uint32_t mask) {
+  pulp_wr(PULP_EU_DEMUX + 0x08, mask);
+  uint32_t v = pulp_elw(PULP_EU_DEMUX + 0x3C);
+  pulp_wr(PULP_EU_DEMUX + 0x04, mask);
+  return v;
+}
+extern volatile uint32_t __pulp_team_cores;
+static inline int pi_cl_team_nb_cores(void) { return (int)__pulp_team_cores; }
+static inline void pi_cl_team_barrier(void) { (void)pulp_elw(PULP_EU_DEMUX + 0x200 + 0x1C); }
+static inline void pi_cl_team_critical_enter(void) { (void)pulp_elw(PULP_EU_DEMUX + 0xC0); }
+static inline void pi_cl_team_critical_exit(void) { pulp_wr(PULP_EU_DEMUX + 0xC0, 0); }
+
+/* ---- cluster DMA (MCHAN, per-core channel) ---- */
+typedef enum { PI_CL_DMA_DIR_LOC2EXT = 0, PI_CL_DMA_DIR_EXT2LOC = 1 } pi_cl_dma_dir_e;
+typedef struct pi_cl_dma_cmd_s {
+  int id;
+} pi_cl_dma_cmd_t;
+#define PULP_DMA_DEMUX 0x10204400u
+static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                                 pi_cl_dma_cmd_t *cmd) {
+  uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
+  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 20));
+  pulp_wr(PULP_DMA_DEMUX, loc);
+  pulp_wr(PULP_DMA_DEMUX, ext);
+  cmd->id = (int)tid;
+}
+/* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
+static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                                    pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
+  uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
+  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 19) | (1u << 20));
+  pulp_wr(PULP_DMA_DEMUX, loc);
+  pulp_wr(PULP_DMA_DEMUX, ext);
+  pulp_wr(PULP_DMA_DEMUX, length);
+  pulp_wr(PULP_DMA_DEMUX, stride);
+  cmd->id = (int)tid;
+}
+static inline void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd) {
+  uint32_t bit = 1u << cmd->id;
+  while (pulp_rd(PULP_DMA_DEMUX + 4) & bit) pulp_evt_wait_clear(1u << 8);
+  pulp_wr(PULP_DMA_DEMUX + 4, bit);
+}
+static inline void pi_cl_dma_flush(void) {
+  while (pulp_rd(PULP_DMA_DEMUX + 4) & 0xffff) pulp_evt_wait_clear(1u << 8);
+}
+
+/* ---- HyperRAM and flash through the peripheral DMA (uDMA hyper channel) ---- */
+struct pi_hyperram_conf {
+  int id;
+  uint32_t ram_size;
+};
+struct pi_hyperflash_conf {
+  int id;
+};
+void pi_hyperram_conf_init(struct pi_hyperram_conf *conf);
+void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf);
+int32_t pi_ram_open(struct pi_device *device);
+void pi_ram_close(struct pi_device *device);
+int32_t pi_ram_alloc(struct pi_device *device, uint32_t *addr, uint32_t size);
+int32_t pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size);
+void pi_ram_read(struct pi_device *device, uint32_t ram_addr, void *data, uint32_t size);
+void pi_ram_write(struct pi_device *device, uint32_t ram_addr, void *data, uint32_t size);
+void pi_ram_read_async(struct pi_device *device, uint32_t ram_addr, void *data, uint32_t size, pi_task_t *task);
+void pi_ram_write_async(struct pi_device *device, uint32_t ram_addr, void *data, uint32_t size, pi_task_t *task);
+int32_t pi_flash_open(struct pi_device *device);
+void pi_flash_close(struct pi_device *device);
+void pi_flash_read(struct pi_device *device, uint32_t flash_addr, void *data, uint32_t size);
+void pi_flash_read_async(struct pi_device *device, uint32_t flash_addr, void *data, uint32_t size, pi_task_t *task);
+/* Writes flash contents through the same channel (the simulated flash accepts plain writes). */
+void pi_flash_program(struct pi_device *device, uint32_t flash_addr, const void *data, uint32_t size);
+
 #ifdef __cplusplus
 }
 #endif

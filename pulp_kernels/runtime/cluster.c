@@ -1,0 +1,118 @@
+/* Cluster start, task offload and fork/join, over the cluster control unit and the event unit.
+ *
+ * The FC fetch-enables the cluster cores at _start (crt0 sends them here). Core 0 is the master:
+ * it sleeps until the FC signals software event 0, runs the task's entry, then tells the FC through
+ * a SoC event. Cores 1..n-1 wait on the event unit's dispatch FIFO for (entry, arg) pairs pushed by
+ * pi_cl_team_fork and join on hardware barrier 0. */
+#include "pmsis.h"
+
+#define CL_CTRL 0x10200000u
+#define CL_EU_FULL 0x10200800u
+#define CL_ICACHE 0x10201400u
+#define SOC_EU_EVENT 0x1A106000u
+#define EVT_SW0 0
+#define EVT_BARRIER 16
+#define EVT_MUTEX 17
+#define EVT_DISPATCH 18
+#define SOC_EVT_CLUSTER_DONE 27
+
+extern char _start[];
+extern char __cluster_stacks[];
+
+/* The mailbox between the FC and the master core lives in L2 (cheap to poll for the FC). */
+static struct pi_cluster_task *volatile mailbox_task;
+static volatile uint32_t mailbox_done;
+volatile uint32_t __pulp_team_cores = PULP_CLUSTER_CORES;
+static int cluster_on;
+
+void pi_open_from_conf(struct pi_device *device, void *conf) {
+  device->config = conf;
+  device->data = 0;
+}
+
+void pi_cluster_conf_init(struct pi_cluster_conf *conf) { conf->id = 0; }
+
+int pi_cluster_open(struct pi_device *device) {
+  (void)device;
+  if (cluster_on) return 0;
+  mailbox_done = 1;
+  pulp_wr(CL_ICACHE, 0xFFFFFFFFu);
+  for (int i = 0; i < PULP_CLUSTER_CORES; i++) pulp_wr(CL_CTRL + 0x40 + 4 * i, (uint32_t)_start);
+  pulp_wr(CL_CTRL + 0x08, (1u << PULP_CLUSTER_CORES) - 1);
+  cluster_on = 1;
+  return 0;
+}
+
+int pi_cluster_close(struct pi_device *device) {
+  (void)device;
+  return 0;  /* the cores stay asleep in their wait loops */
+}
+
+struct pi_cluster_task *pi_cluster_task(struct pi_cluster_task *task, void (*entry)(void *), void *arg) {
+  task->entry = entry;
+  task->arg = arg;
+  task->stacks = 0;
+  task->stack_size = 0;
+  task->slave_stack_size = 0;
+  task->nb_cores = 0;
+  return task;
+}
+
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task) {
+  if (!cluster_on) pi_cluster_open(device);
+  mailbox_done = 0;
+  mailbox_task = task;
+  pulp_wr(CL_EU_FULL + 0x600 + 4 * EVT_SW0, 1u);  /* software event 0 to core 0 */
+#ifdef PULP_FC_WAIT_POLL
+  while (!mailbox_done) {
+  }
+#else
+  while (!mailbox_done) __asm__ volatile("wfi");  /* the master's SoC event wakes the FC */
+#endif
+  return 0;
+}
+
+void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg) {
+  if (nb_cores <= 0 || nb_cores > PULP_CLUSTER_CORES) nb_cores = PULP_CLUSTER_CORES;
+  uint32_t mask = (1u << nb_cores) - 1;
+  __pulp_team_cores = (uint32_t)nb_cores;
+  pulp_wr(PULP_EU_DEMUX + 0x200 + 0x00, mask); /* barrier 0: participants */
+  pulp_wr(PULP_EU_DEMUX + 0x200 + 0x0C, mask); /* ... and whom it wakes */
+  if (nb_cores > 1) {
+    pulp_wr(PULP_EU_DEMUX + 0x84, mask & ~1u); /* dispatch to the slaves */
+    pulp_wr(PULP_EU_DEMUX + 0x80, (uint32_t)entry);
+    pulp_wr(PULP_EU_DEMUX + 0x80, (uint32_t)arg);
+  }
+  entry(arg);
+  pi_cl_team_barrier();
+}
+
+static void slave_loop(void) {
+  for (;;) {
+    void (*entry)(void *) = (void (*)(void *))pulp_elw(PULP_EU_DEMUX + 0x80);
+    void *arg = (void *)pulp_elw(PULP_EU_DEMUX + 0x80);
+    entry(arg);
+    pi_cl_team_barrier();
+  }
+}
+
+static void master_loop(void) {
+  for (;;) {
+    pulp_evt_wait_clear(1u << EVT_SW0);
+    struct pi_cluster_task *t = mailbox_task;
+    if (!t) continue;
+    mailbox_task = 0;
+    t->entry(t->arg);
+    mailbox_done = 1;
+    pulp_wr(SOC_EU_EVENT, SOC_EVT_CLUSTER_DONE);
+  }
+}
+
+/* crt0 jumps here on every cluster core, with the stack not yet set. */
+void __pulp_cluster_main(uint32_t core) {
+  pulp_wr(PULP_EU_DEMUX + 0x08, (1u << EVT_BARRIER) | (1u << EVT_MUTEX) | (1u << EVT_DISPATCH));
+  if (core == 0)
+    master_loop();
+  else
+    slave_loop();
+}
