@@ -1,5 +1,6 @@
-"""`make bench-sim`: simulated instructions per host second on a long single-core loop
-(integer, FP32 and FP16 work). A benchmark that prints figures, not a test."""
+"""`make bench-sim`: simulated instructions per host second, on one core and on the 8-core
+cluster (all cores counted), for a long loop of integer, FP32 and FP16 work. A benchmark that
+prints figures, not a test."""
 from __future__ import annotations
 
 import tempfile
@@ -8,22 +9,25 @@ from pathlib import Path
 from harness import ROOT, platform as platmod, toolchain
 from harness.backends import embedded
 
-SOURCE = ROOT / "pulp_kernels" / "bench" / "sim_loop.c"
+BENCH = ROOT / "pulp_kernels" / "bench"
+CASES = (("single core (FC)", "sim_loop.c", 3_000_000), ("8-core cluster", "sim_loop_cluster.c", 400_000))
 
 
 def main() -> int:
     plat = platmod.load(platmod.DEFAULT_PLATFORM)
+    print(f"platform {plat.name}; best of 3 runs each")
+    rates = {}
     with tempfile.TemporaryDirectory() as tmp:
-        elf = toolchain.build([SOURCE], Path(tmp) / "sim_loop.elf", plat, opt="2", defines=["ITERS=3000000"])
-        runs = [embedded.run(elf, plat) for _ in range(3)]
-    cycles = {r["cycles"] for r in runs}
-    best = max(runs, key=lambda r: r["mips"])
-    print(f"platform            {plat.name}")
-    print(f"program             {SOURCE.relative_to(ROOT)} (3,000,000 iterations)")
-    print(f"instructions        {best['instructions']:,}")
-    print(f"cycles              {best['cycles']:,} (identical in all 3 runs: {len(cycles) == 1})")
-    print(f"host seconds        {best['host_seconds']:.3f} (best of 3)")
-    print(f"single core         {best['mips']:.1f} M simulated instructions per second")
+        for label, src, iters in CASES:
+            elf = toolchain.build([BENCH / src], Path(tmp) / f"{src}.elf", plat, opt="2", defines=[f"ITERS={iters}"])
+            runs = [embedded.run(elf, plat) for _ in range(3)]
+            best = max(runs, key=lambda r: r["mips"])
+            same = len({r["cycles"] for r in runs}) == 1
+            rates[label] = best["mips"]
+            print(f"{label:18s} {best['instructions']:>12,} instructions  {best['cycles']:>12,} cycles  "
+                  f"{best['host_seconds']:6.3f} s  {best['mips']:7.1f} M instr/s  (cycles identical: {same})")
+    one, many = rates[CASES[0][0]], rates[CASES[1][0]]
+    print(f"8-core slowdown per simulated instruction: {one / many:.2f}x")
     return 0
 
 

@@ -7,8 +7,9 @@ with ``fractions.Fraction`` (exact value, then correct rounding to the target fo
 the five RISC-V rounding modes, with subnormals, overflow and after-rounding tininess).  For RNE
 the results are additionally cross-checked against numpy's float16/float32 arithmetic.
 
-Set FP_TEST_SEED to explore other random streams and FP_TEST_SCALE (float, default 1) to run
-proportionally more or fewer random cases.
+Set FP_TEST_SEED to explore other random streams, FP_TEST_SCALE (float, default 1) to run
+proportionally more or fewer random cases, and FP_TEST_CXXFLAGS to append compiler flags
+(e.g. "-O3 -march=native -ffp-contract=fast").
 """
 
 from __future__ import annotations
@@ -794,7 +795,8 @@ def driver(tmp_path_factory):
     if gxx is None:
         pytest.skip("g++ not found on PATH: cannot build tests/fp/fp_driver.cpp for the fp.hpp tests")
     out = tmp_path_factory.mktemp("fp") / "fp_driver"
-    cmd = [gxx, "-O2", "-std=c++17", "-Wall", "-Wextra", "-o", str(out), str(DRIVER_SRC)]
+    extra = os.environ.get("FP_TEST_CXXFLAGS", "").split()
+    cmd = [gxx, "-O2", "-std=c++17", "-Wall", "-Wextra", *extra, "-o", str(out), str(DRIVER_SRC)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"compiling fp_driver failed:\n{' '.join(cmd)}\n{proc.stderr}"
     return out, proc.stderr

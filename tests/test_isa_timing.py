@@ -382,6 +382,17 @@ def base_sections():
         Sec("mul_dep_x32", rep(32, "mul a1, a1, a2"), 98, ISET, ld_stall=32),
         Sec("mulh_indep_x32", rot("mulh {d}, a2, a3", 32), 163, ISET, ld_stall=128),
         Sec("mulhu_mulhsu_x16", rep(8, "mulhu a4, a2, a3", "mulhsu a5, a2, a3"), 83, ISET),
+        Sec("mul_use_x16", rep(16, "mul a1, a2, a3", "addi a4, a1, 1"), 67, ISET),      # fc_core ic.mul_use_x16
+        Sec("mulh_dep_x16", rep(16, "mulh a1, a1, a2"), 98, ISET),                      # ic.mulh_dep_x16
+        Sec("mulh_use_x16", rep(16, "mulh a1, a2, a3", "addi a4, a1, 1"), 115, ISET),   # ic.mulh_use_x16
+        Sec("div_use_x8", rep(8, "div a1, a2, a3", "addi a4, a1, 1"), 267, ["li a2, 12345678", "li a3, 7"]),
+        # compressed forms: the same classes (ALU 1, taken branch 3, jump 2, load 1 + load-use)
+        Sec("c_addi_x32", [".option rvc", *rep(32, "c.addi a1, 1"), ".option norvc"], 35, instr=32),
+        Sec("c_bnez_t_x16", [".option rvc", *rep(16, "c.bnez a2, 1f", "1:"), ".option norvc"], OVERHEAD + 48, ISET),
+        Sec("c_beqz_nt_x16", [".option rvc", *rep(16, "c.beqz a2, 1f", "1:"), ".option norvc"], OVERHEAD + 16, ISET),
+        Sec("c_j_x16", [".option rvc", *rep(16, "c.j 1f", "1:"), ".option norvc"], OVERHEAD + 32),
+        Sec("c_lw_use_x16", [".option rvc", *rep(16, "c.lw a1, 0(a0)", "c.addi a1, 1"), ".option norvc"],
+            OVERHEAD + 48, a0="buf", ld_stall=16),
         Sec("lw_x32", rot("lw {d}, 0(a0)", 32), 35, a0="buf"),
         Sec("lw_use_x16", rep(16, "lw a1, 0(a0)", "addi a2, a1, 1"), 51, a0="buf", ld_stall=16),
         Sec("lw_st_x16", rep(16, "lw a1, 0(a0)", "sw a1, 4(a0)"), 51, a0="buf", ld_stall=16),

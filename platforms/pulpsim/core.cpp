@@ -426,12 +426,34 @@ void Core::hwloop_step(uint32_t at, uint32_t) {
   hwl_active = (lp_count[0] | lp_count[1]) != 0;
 }
 
+static const uint64_t RUN_AHEAD = 64;
+
+inline bool Core::is_private(const Insn* d) const {
+  switch (op_info[d->op].timing) {
+    case TC_ALU: case TC_BRANCH: case TC_JUMP: case TC_MUL: case TC_MULH: case TC_DIV: case TC_HWLOOP:
+    case TC_FMV: case TC_CSR:
+      return d->op != OP_ILLEGAL;
+    case TC_FPU:
+      return fpu_busy == nullptr;
+    default:
+      return false;
+  }
+}
+
 template <bool TRACE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
-  while (cycle <= m->run_bound) {
+  while (true) {
     if (cycle >= limit) return Status::CycleLimit;
     const Insn* d = fetch(pc, tmp_insn);
+    if (cycle > m->run_bound) {
+      // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
+      // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
+      // another core, so running them early changes no cycle count and keeps the order of every
+      // shared interaction. It saves a trip through the scheduler per instruction.
+      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d) || (pc >> 4) != fetch_line || (pc & 15) == 14)
+        break;
+    }
     if (!d) return m->status;
     t = cycle;
     extra = 0;

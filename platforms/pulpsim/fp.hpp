@@ -16,7 +16,16 @@
 //   * fma(0, inf, qNaN) raises NV (Berkeley SoftFloat / Spike behaviour);
 //   * min/max follow RISC-V 2.2+ (IEEE 754-2019 minimumNumber/maximumNumber);
 //   * float->int conversions saturate (NaN -> max positive), NV on out-of-range/NaN/inf
-//     only, NX only for in-range inexact results.
+//     only, NX only for in-range inexact results (same for the int16/uint16 SIMD lanes).
+//
+// API (namespace fp; F = binary32 "32" or binary16 "16"; fp16 values are uint16_t):
+//   addF subF mulF divF (a, b, rm, fl)      sqrtF (a, rm, fl)
+//   fmaF (a, b, c, neg_prod, neg_c, rm, fl)  = (+-a*b) + (+-c), one rounding
+//   sgnjF sgnjnF sgnjxF (a, b)               minF maxF (a, b, fl)
+//   eqF ltF leF (a, b, fl) -> 0/1            classifyF (a) -> fclass mask
+//   to_i32_F to_u32_F (a, rm, fl)            from_i32_F from_u32_F (uint32_t v, rm, fl)
+//   h_to_s (h, fl)   s_to_h (s, rm, fl)      avg16 (a, b, rm, fl) = (a+b)/2, one rounding
+//   to_i16_16 to_u16_16 (a, rm, fl)          from_i16_16 from_u16_16 (uint16_t v, rm, fl)
 //
 // Implementation: no host rounding-mode changes and no host exception flags.  Each
 // operation builds the exact result, or its binary64 round-to-odd approximation,
@@ -170,7 +179,7 @@ template <class F> static inline uint32_t zero_sum_sign(uint32_t sx, uint32_t sy
 }
 
 template <class F> static inline uint32_t add(uint32_t a, uint32_t b, int rm, uint32_t& fl) {
-    if (is_special<F>(a) || is_special<F>(b)) {
+    if (is_special<F>(a) | is_special<F>(b)) {
         if (is_nan<F>(a) || is_nan<F>(b)) return nan_result<F>(is_snan<F>(a) || is_snan<F>(b), fl);
         if (is_inf<F>(a) && is_inf<F>(b) && ((a ^ b) & F::SIGN)) { fl |= NV; return F::CNAN; }
         return is_inf<F>(a) ? a : b;
@@ -186,7 +195,7 @@ template <class F> static inline uint32_t add(uint32_t a, uint32_t b, int rm, ui
 
 template <class F> static inline uint32_t mul(uint32_t a, uint32_t b, int rm, uint32_t& fl) {
     const uint32_t sign = (a ^ b) & F::SIGN;
-    if (is_special<F>(a) || is_special<F>(b)) {
+    if (is_special<F>(a) | is_special<F>(b)) {
         if (is_nan<F>(a) || is_nan<F>(b)) return nan_result<F>(is_snan<F>(a) || is_snan<F>(b), fl);
         if (is_zero<F>(a) || is_zero<F>(b)) { fl |= NV; return F::CNAN; }
         return sign | F::EXPM;
@@ -212,7 +221,11 @@ template <class F> static inline uint32_t div(uint32_t a, uint32_t b, int rm, ui
     if (is_zero<F>(a)) return sign;
     const double x = to_double<F>(a), y = to_double<F>(b);
     const double q = x / y;
-    const double r = std::fma(-q, y, x);      // x - q*y; only its sign / zero-ness is used
+    // Residual x - q*y: only its sign / zero-ness is used.  (For p <= 24 a quotient can
+    // never lie within 2^-53 relative of a p-bit rounding boundary, so RN(x/y) alone
+    // would already round correctly; the round-to-odd fix-up is kept as a cheap
+    // belt-and-braces guarantee.  The same holds for sqrt below.)
+    const double r = std::fma(-q, y, x);
     const bool up = (std::signbit(r) != std::signbit(y)) == std::signbit(q);
     return round_pack<F>(round_odd(q, r != 0, up), rm, fl);
 }
@@ -233,7 +246,7 @@ static inline uint32_t fma(uint32_t a, uint32_t b, uint32_t c, bool neg_prod, bo
                            uint32_t& fl) {
     const uint32_t cc = neg_c ? (c ^ F::SIGN) : c;
     const uint32_t psign = ((a ^ b) & F::SIGN) ^ (neg_prod ? F::SIGN : 0u);
-    if (is_special<F>(a) || is_special<F>(b) || is_special<F>(c)) {
+    if (is_special<F>(a) | is_special<F>(b) | is_special<F>(c)) {
         if (is_nan<F>(a) || is_nan<F>(b))
             return nan_result<F>(is_snan<F>(a) || is_snan<F>(b) || is_snan<F>(c), fl);
         if (is_inf<F>(a) || is_inf<F>(b)) {

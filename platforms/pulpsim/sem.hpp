@@ -89,6 +89,10 @@ static inline uint16_t avg16_gvsoc(uint16_t a, uint16_t b, int rm, uint32_t& fl)
 #define WFRD_S(v) (X[fo + d->rd] = (uint32_t)(v))
 // Half results: zero-extended in x registers (as GVSoC), NaN-boxed in separate f registers.
 #define WFRD_H(v) (X[fo + d->rd] = fo ? (0xffff0000u | (uint16_t)(v)) : (uint32_t)(uint16_t)(v))
+// fmv.x.h / fmv.h.x: with FP values in the x registers GVSoC moves all 32 bits (FREG_GET/FREG_SET are plain
+// register accesses); separate f registers sign-extend / NaN-box as Zfh says.
+#define FMV_X_H() (fo ? (uint32_t)(int32_t)(int16_t)FRS1_H : FRS1)
+#define FMV_H_X() (fo ? (0xffff0000u | (uint16_t)RS1) : RS1)
 
 #define JUMP(target)           \
   do {                         \

@@ -185,6 +185,7 @@ class Core {
   const Insn* fetch(uint32_t pc, Insn& tmp);
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
   void hwloop_step(uint32_t pc, uint32_t size);
+  bool is_private(const Insn* d) const;
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
   enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
