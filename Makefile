@@ -19,7 +19,7 @@ toolchain:
 	else echo "clang-19, lld-19 and llvm-19 are present"; fi
 
 install:
-	$(PIP) install -q "scikit-build-core>=0.9" "pybind11>=2.11" ninja
+	$(PIP) install -q "scikit-build-core>=0.9" "pybind11>=2.11" ninja cmake
 	$(PIP) install -q --no-build-isolation -e ".[test]"
 
 test:

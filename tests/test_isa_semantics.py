@@ -589,6 +589,15 @@ def xpulp_hwloop_ops():
                              f' {L("lp_setup")}(0, %2, 4) "\\n addi %0, %0, 1\\n addi t1, t1, 1\\n add %0, %0, t0\\n"'),
            lambda o, i: o * (i + 0x10000), [(o, i) for o in (1, 2, 5) for i in (1, 3, 8)],
            covers=["lp_setup"], clobber='"t0", "t1"'),
+        # both loops ending on the same instruction (what compilers emit for perfect nests): when loop 0
+        # runs out, loop 1 is checked at once (GVSoC hwloop_check_exec)
+        Op("lp.nested.shared_end", _hwl(f'"li %0, 0\\n" {L("lp_setup")}(1, %1, 6) "\\n" {L("lp_setup")}(0, %2, 4)'
+                                        f' "\\n addi t1, t1, 1\\n addi %0, %0, 1\\n"'),
+           lambda o, i: o * i, [(o, i) for o in (1, 2, 7) for i in (1, 3, 5)], covers=["lp_setup"], clobber='"t1"'),
+        # a body of compressed instructions: the end offset counts halfwords
+        Op("lp.setupi.rvc_body", f'".option push\\n.option rvc\\n li %0, 0\\n" {L("lp_setupi")}(0, 5, 3)'
+                                 f' "\\n c.addi %0, 1\\n c.addi %0, 2\\n.option pop\\n"', lambda c: 15, [(0,)],
+           covers=["lp_setupi"]),
         # loop registers are CSRs: start 0x7C0/0x7C4, end 0x7C1/0x7C5, count 0x7C2/0x7C6
         Op("lp.csr.start1", _hwl(f'"1:" {L("lp_starti")}(1, 0x40) "\\n csrr %0, 0x7C4\\n la t0, 1b\\n sub %0, %0, t0\\n"'),
            lambda c: 0x80, [(0,)], covers=["lp_starti"], clobber='"t0"'),
