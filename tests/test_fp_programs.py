@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 
 from helpers import (F16, F32, RDN, RM_NAMES, RNE, RTZ, RUP, SPECIAL16, SPECIAL32, c_array, fp_add, fp_class,  # noqa: F401
                      fp_cmp, fp_convert, fp_div, fp_fma, fp_from_int, fp_minmax, fp_mul, fp_sqrt, fp_to_int,

@@ -11,7 +11,6 @@ Besides our own programs, the calibration ELFs themselves are run and compared l
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -245,8 +245,7 @@ uint32_t Core::csr_read(uint32_t csr, bool& ok) {
     // GVSoC's mcycle does not yet include the refill of the reading instruction's own line.
     case 0xB00: case 0xC00: case 0xC01: return (uint32_t)cycle;
     case 0xB80: case 0xC80: case 0xC81: return (uint32_t)(cycle >> 32);
-    case 0xB02: case 0xC02: return (uint32_t)ev[EV_INSTR];
-    case 0xB82: case 0xC82: return (uint32_t)(ev[EV_INSTR] >> 32);
+    case 0xB02: case 0xC02: case 0xB82: case 0xC82: return 0;  // minstret is not implemented in GVSoC's ISS: reads 0
     case 0xF11: case 0xF12: case 0xF13: case 0xF15: return 0;
     case 0xF14: case 0x014: return hartid;
     case 0xCC0: return pcer;
