@@ -40,8 +40,10 @@ def version() -> str:
     return f"pulpsim-{__version__}+isa.{simulator().ISA_SHA256[:12]}"
 
 
-def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None) -> dict:
-    """Run an ELF to completion. Returns the result schema shared by every backend."""
+def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None,
+        read: dict | None = None) -> dict:
+    """Run an ELF to completion. Returns the result schema shared by every backend.
+    `read` maps names to (address, bytes) to fetch from memory after the run (result["memory"])."""
     sim = simulator()
     prog = elfmod.load(elf_path)
     m = sim.Machine(platform.sim_config())
@@ -74,6 +76,8 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
         "host_seconds": r["host_seconds"],
         "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
     }
+    if read:
+        out["memory"] = {name: m.read(addr, n) for name, (addr, n) in read.items()}
     if "fault" in r:
         f = dict(r["fault"])
         f["insn"] = _insn_at(m, f["pc"], platform)

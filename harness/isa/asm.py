@@ -1,0 +1,42 @@
+"""PULP instructions as assembler text for generated kernels, straight from the ISA table.
+
+`line("vfdotpex_s_h", rd_acc="s2", rs1="a0", rs2="a4")` gives the `.insn` directive that clang
+assembles into that instruction (the same layouts as the PULP_* macros of pulp_isa.h).
+Register operands are register names; immediates are integers."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from harness.isa import gen_cheader, model
+
+
+@lru_cache(maxsize=1)
+def _isa():
+    return model.load()
+
+
+def line(ident: str, **operands) -> str:
+    insn = _isa().by_id(ident)
+    names = [f.name for f in insn.ops]
+    missing = set(names) - set(operands)
+    extra = set(operands) - set(names)
+    if missing or extra:
+        raise ValueError(f"{ident}: operands are {names}, got {sorted(operands)}")
+    text = gen_cheader.macro(insn).split(" ", 2)[2]  # the macro body: C string pieces
+    # Evaluate the macro body: "literal" pieces and #param / "x" #param substitutions.
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i] == '"':
+            j = text.index('"', i + 1)
+            out.append(text[i + 1:j])
+            i = j + 1
+        elif text[i] == "#":
+            j = i + 1
+            while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            out.append(str(operands[text[i + 1:j]]))
+            i = j
+        else:
+            i += 1
+    return "".join(out)

@@ -1,0 +1,127 @@
+"""Generate, build, run and check one kernel step: the result row of `pulp-odl kernel`."""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from harness import ROOT, toolchain
+from harness import elf as elfmod
+from harness import platform as platmod
+from harness.backends import embedded
+from harness.errors import UserError
+from harness.kernels import codegen, reference
+from harness.kernels.spec import KernelSpec
+from harness.kernels.tensors import from_image, logical_to_storage
+
+KERNEL_INCLUDE = ROOT / "pulp_kernels" / "include"
+
+# Rounding-error bounds per step: |out - ref| <= 2^-10 |ref| + ETA * sum|terms| + 2^-24 (the final FP16
+# rounding, the accumulation, and FP16 subnormal spacing). FP32-accumulating products (vfdotpex) keep
+# ETA tiny; depthwise forward/input-gradient accumulate their k*k terms in FP16 and the depthwise
+# weight gradient folds FP16 partial sums of 8 terms into FP32.
+ETA = {"fw": 2.0 ** -18, "wg": 2.0 ** -18, "ig": 2.0 ** -18, "update": 0.0}
+ETA_DW = {"fw": 9 * 2.0 ** -11, "ig": 9 * 2.0 ** -11, "wg": 8 * 2.0 ** -11, "update": 0.0}
+
+
+def tolerance(spec: KernelSpec, ref: np.ndarray, mag: np.ndarray) -> np.ndarray:
+    eta = (ETA_DW if spec.kind == "dw" else ETA)[spec.step]
+    return 2.0 ** -10 * np.abs(ref) + eta * mag + 2.0 ** -24
+
+
+def write_sources(prog: codegen.Program, outdir: Path) -> list[Path]:
+    outdir.mkdir(parents=True, exist_ok=True)
+    c = outdir / "kernel.c"
+    c.write_text(prog.c)
+    lines = [prog.asm]
+    for sym, img in prog.inputs.items():
+        binf = outdir / f"{sym}.bin"
+        binf.write_bytes(img.astype("<u2").tobytes())
+        lines += ["    .section .l2_data, \"aw\"", "    .balign 16", f"    .globl {sym}", f"{sym}:", f"    .incbin \"{binf}\"", ""]
+    s = outdir / "data.S"
+    s.write_text("\n".join(lines))
+    return [c, s]
+
+
+def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) -> dict:
+    plat = platmod.load(spec.platform)
+    ins = reference.make_inputs(spec)
+    prog = codegen.generate(spec, plat, ins)
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="odl-kernel-")
+        workdir = Path(tmp.name)
+    try:
+        srcs = write_sources(prog, workdir)
+        elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE])
+        program = elfmod.load(elf)
+        reads = {}
+        for sym, (t, _) in prog.outputs.items():
+            if sym not in program.symbols:
+                raise UserError(f"generated program lacks output symbol {sym}")
+            reads[sym] = (program.symbols[sym], t.nbytes)
+        if spec.step == "update":
+            for sym in prog.inputs:
+                reads[sym] = (program.symbols[sym], prog.inputs[sym].size * 2)
+        res = embedded.run(elf, plat, read=reads)
+        src_hash = hashlib.sha256(prog.c.encode() + prog.asm.encode()).hexdigest()
+    finally:
+        if tmp is not None and not keep:
+            tmp.cleanup()
+    return check(spec, prog, ins, res, src_hash)
+
+
+def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
+    row = {"kernel": spec.name, "step": spec.step, **spec.as_dict(), "backend": res["backend"],
+           "simulator": res["simulator"], "source_sha256": src_hash, "l1_bytes": prog.l1_bytes, "tiles": prog.tiles}
+    if res["status"] != "exit" or res["exit_code"] != 0:
+        f = res.get("fault") or {}
+        raise UserError(f"{spec.name}: the kernel program did not finish ({res['status']}: {f.get('kind', '')} {f.get('detail', '')})")
+    fields = dict(line.split(" ", 1) for line in res["stdout"].splitlines() if line.startswith("ODL "))
+    parts = res["stdout"].split("ODL ", 1)[1].split() if "ODL " in res["stdout"] else []
+    vals = dict(zip(parts[::2], map(int, parts[1::2])))
+    if "cycles" not in vals:
+        raise UserError(f"{spec.name}: the kernel program printed no cycle line")
+    del fields
+    exp = reference.expected(spec, ins)
+    worst, ok, max_err = 0.0, True, 0.0
+    details = {}
+    mem = res["memory"]
+    for sym, (t, ref_name) in prog.outputs.items():
+        got, pad = from_image(mem[sym], t.shape)
+        ref, mag = exp[ref_name]
+        ref = logical_to_storage(spec, ref_name, ref).reshape(t.shape)
+        mag = logical_to_storage(spec, ref_name, mag).reshape(t.shape)
+        err = np.abs(got.astype(np.float64) - ref)
+        tol = tolerance(spec, ref, mag)
+        bad = ~(err <= tol)
+        details[ref_name] = {"max_abs_err": float(np.nanmax(err)) if err.size else 0.0, "mismatches": int(bad.sum())}
+        max_err = max(max_err, details[ref_name]["max_abs_err"])
+        if bad.any() or (pad != 0).any():
+            ok = False
+            if (pad != 0).any():
+                details[ref_name]["pad_not_zero"] = int((pad != 0).sum())
+        worst = max(worst, float(np.nanmax(err / tol)) if err.size else 0.0)
+    if spec.step == "update":
+        for name in ("w", "b"):
+            sym = f"g_{name}"
+            if name not in exp:
+                continue
+            shape = logical_to_storage(spec, name, ins[name]).shape
+            got, pad = from_image(mem[sym], shape)
+            ref = logical_to_storage(spec, name, exp[name][0])
+            err = np.abs(got.astype(np.float64) - ref.astype(np.float16).astype(np.float64))
+            details[name] = {"max_abs_err": float(err.max()), "mismatches": int((err > 0).sum())}
+            max_err = max(max_err, float(err.max()))
+            ok = ok and not (err > 0).any()
+    cycles = vals["cycles"]
+    macs = spec.macs()
+    row.update(cycles=cycles, compute_cycles=vals.get("compute", 0), dma_wait_cycles=vals.get("dma_wait", 0),
+               overhead_cycles=cycles - vals.get("compute", 0) - vals.get("dma_wait", 0),
+               macs=macs, mac_per_cycle=round(macs / cycles, 4) if cycles else 0.0,
+               max_abs_err=max_err, err_over_tol=worst, ok=bool(ok), outputs=details,
+               stalls=res["stalls"], total_cycles=res["cycles"], instructions=res["instructions"],
+               dmas=res["dmas"])
+    return row

@@ -1,0 +1,280 @@
+/* odl_kernels.h: the building blocks of pulp-odl's generated training kernels.
+ *
+ * Everything is static inline and called by generated code with constant arguments, so the
+ * compiler specialises each use to the layer's shapes. Work is split across the cluster cores by
+ * pi_core_id(); callers fork them with pi_cl_team_fork.
+ *
+ * Matrix products are C[M][N] = A[M][K] . B[N][K]^T on FP16 data with FP32 accumulation
+ * (vfdotpex.s.h: 2 MACs per instruction). Both operands are first packed into panels of 4 rows:
+ * panel word (kk, i) holds elements 2kk and 2kk+1 of row 4*blk + i, so the generated 4x4 assembly
+ * micro-kernel (odl_mm4x4) streams each panel with post-increment loads inside a hardware loop.
+ */
+#ifndef ODL_KERNELS_H
+#define ODL_KERNELS_H
+
+#include <pmsis.h>
+#include <pulp_isa.h>
+
+typedef uint16_t f16;
+
+/* The generated micro-kernel: out[4*i + j] = sum_kk dot(A-panel row i, B-panel row j) in FP32. */
+void odl_mm4x4(const uint32_t *ap, const uint32_t *bp, uint32_t k2, float *out);
+
+static inline uint32_t odl_f32_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+static inline float odl_h2f(f16 h) {
+  _Float16 v;
+  __builtin_memcpy(&v, &h, 2);
+  return (float)v;
+}
+static inline f16 odl_f2h(float f) {
+  _Float16 v = (_Float16)f;
+  f16 u;
+  __builtin_memcpy(&u, &v, 2);
+  return u;
+}
+
+/* Split [0, n) into nearly equal contiguous chunks, one per core. */
+static inline void odl_chunk(int n, int *lo, int *hi) {
+  int nc = pi_cl_team_nb_cores(), id = pi_core_id();
+  int q = n / nc, r = n % nc;
+  *lo = id * q + (id < r ? id : r);
+  *hi = *lo + q + (id < r ? 1 : 0);
+}
+
+/* Pack rows of a row-major FP16 matrix (rows contiguous in K, `pitch` halves apart, K even) into
+ * 4-row panels. Rows past `rows` are zero. */
+static inline void odl_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch) {
+  int lo, hi;
+  odl_chunk(blocks, &lo, &hi);
+  for (int b = lo; b < hi; b++) {
+    uint32_t *d = dst + b * k2 * 4;
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * b + i;
+      if (r < rows) {
+        const uint32_t *s = (const uint32_t *)(src + r * pitch);
+        for (int kk = 0; kk < k2; kk++) d[kk * 4 + i] = s[kk];
+      } else {
+        for (int kk = 0; kk < k2; kk++) d[kk * 4 + i] = 0;
+      }
+    }
+  }
+}
+
+/* Pack the transpose of a row-major FP16 matrix S[K][rows] (element (k, r) at src[k*pitch + r]) into
+ * 4-row panels of A[r][k]. K may be odd: the last pair is padded with zero. */
+static inline void odl_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) {
+  int k2 = (kdim + 1) / 2, lo, hi;
+  odl_chunk(blocks, &lo, &hi);
+  for (int b = lo; b < hi; b++) {
+    uint32_t *d = dst + b * k2 * 4;
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * b + i;
+      if (r >= rows) {
+        for (int kk = 0; kk < k2; kk++) d[kk * 4 + i] = 0;
+        continue;
+      }
+      const f16 *s = src + r;
+      for (int kk = 0; kk < kdim / 2; kk++) d[kk * 4 + i] = s[2 * kk * pitch] | ((uint32_t)s[(2 * kk + 1) * pitch] << 16);
+      if (kdim & 1) d[(k2 - 1) * 4 + i] = s[(kdim - 1) * pitch];
+    }
+  }
+}
+
+/* C[M][N] = A.B^T (+ bias) for packed panels; rows of C are `pitch` halves apart, N is rounded up to
+ * even with a zero pad column. Blocks of 4x4 outputs are dealt out to the cores round-robin. */
+static inline void odl_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch,
+                              const float *bias) {
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores();
+  float acc[16];
+  for (int blk = pi_core_id(); blk < mb * nb; blk += nc) {
+    int bm = blk / nb, bn = blk % nb;
+    odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * bm + i;
+      if (r >= m) break;
+      uint32_t *row = (uint32_t *)(c + r * pitch);
+      for (int j = 0; j < 4; j += 2) {
+        int col = 4 * bn + j;
+        if (col >= n) break;
+        float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
+        if (bias) {
+          v0 += bias[col];
+          if (col + 1 < n) v1 += bias[col + 1];
+        }
+        row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
+      }
+    }
+  }
+}
+
+/* Widen an FP16 vector to FP32 (biases are added in FP32 before the final rounding). */
+static inline void odl_widen(float *dst, const f16 *src, int n) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int i = lo; i < hi; i++) dst[i] = odl_h2f(src[i]);
+}
+
+/* Copy the first `keep` channels of each of `pixels` rows (pitch `sp` halves) to rows of pitch `dp`,
+ * zeroing the pad channel when `keep` is odd: the stored activations of the forward pass. */
+static inline void odl_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) {
+  int lo, hi;
+  odl_chunk(pixels, &lo, &hi);
+  for (int p = lo; p < hi; p++) {
+    const uint32_t *s = (const uint32_t *)(src + p * sp);
+    uint32_t *d = (uint32_t *)(dst + p * dp);
+    for (int c = 0; c < keep / 2; c++) d[c] = s[c];
+    if (keep & 1) d[keep / 2] = s[keep / 2] & 0xffffu;
+  }
+}
+
+/* SGD on a block: w[r][c] -= lr * g[r][c] for r < rows, c < cols (pairs of FP16, vfmac with -lr).
+ * g has pitch gp, w pitch wp (halves, both even). The pad of g is zero, so w's neighbour survives. */
+static inline void odl_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  int c2 = (cols + 1) / 2;
+  for (int r = lo; r < hi; r++) {
+    uint32_t *wr = (uint32_t *)(w + r * wp);
+    const uint32_t *gr = (const uint32_t *)(g + r * gp);
+    for (int c = 0; c < c2; c++) wr[c] = pulp_vfmac_h(wr[c], gr[c], neg_lr2);
+  }
+}
+
+#endif
+
+/* ---------------------------------------------------------------- orchestration (master core) */
+
+/* Cluster-DMA transfers of any size: split into commands of at most 32 KiB (the runtimes keep the
+ * length field to 16 bits). Time spent waiting is accounted as DMA wait. */
+typedef struct {
+  pi_cl_dma_cmd_t cmd[16];
+  int n;
+} odl_dma_t;
+
+extern uint32_t odl_t_dma, odl_t_compute;
+
+static inline void odl_dma_1d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t bytes, pi_cl_dma_dir_e dir) {
+  while (bytes) {
+    uint32_t n = bytes > 32768 ? 32768 : bytes;
+    pi_cl_dma_cmd(ext, loc, n, dir, &d->cmd[d->n++]);
+    ext += n;
+    loc += n;
+    bytes -= n;
+  }
+}
+/* `rows` rows of `row_bytes` each, `stride` bytes apart on the external side, packed in L1. */
+static inline void odl_dma_2d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t row_bytes, uint32_t rows,
+                              uint32_t stride, pi_cl_dma_dir_e dir) {
+  if (row_bytes == stride) {
+    odl_dma_1d(d, ext, loc, row_bytes * rows, dir);
+    return;
+  }
+  uint32_t per = 32768 / row_bytes;
+  if (per == 0) per = 1;
+  while (rows) {
+    uint32_t r = rows > per ? per : rows;
+    pi_cl_dma_cmd_2d(ext, loc, r * row_bytes, stride, row_bytes, dir, &d->cmd[d->n++]);
+    ext += r * stride;
+    loc += r * row_bytes;
+    rows -= r;
+  }
+}
+static inline void odl_dma_wait(odl_dma_t *d) {
+  uint32_t t0 = pulp_mcycle();
+  for (int i = 0; i < d->n; i++) pi_cl_dma_cmd_wait(&d->cmd[i]);
+  d->n = 0;
+  odl_t_dma += pulp_mcycle() - t0;
+}
+static inline void odl_fork(void (*fn)(void *), void *arg) {
+  uint32_t t0 = pulp_mcycle();
+  pi_cl_team_fork(0, fn, arg);
+  odl_t_compute += pulp_mcycle() - t0;
+}
+
+/* ---------------------------------------------------------------- more compute blocks */
+
+/* FP32 accumulation variant of odl_matmul: acc[r][col] += (A.B^T)[r][col], acc rows `apitch` floats. */
+static inline void odl_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm,
+                                  int apitch) {
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores();
+  float acc[16];
+  for (int blk = pi_core_id(); blk < mb * nb; blk += nc) {
+    int bm = blk / nb, bn = blk % nb;
+    odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * bm + i;
+      if (r >= m) break;
+      float *row = accm + r * apitch;
+      for (int j = 0; j < 4; j++) {
+        int col = 4 * bn + j;
+        if (col >= n) break;
+        row[col] += acc[4 * i + j];
+      }
+    }
+  }
+}
+
+/* FP32 accumulator rows -> FP16 rows (pitch in halves, zero pad when n is odd). */
+static inline void odl_narrow_rows(f16 *dst, int dpitch, const float *src, int spitch, int rows, int n) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    uint32_t *d = (uint32_t *)(dst + r * dpitch);
+    const float *s = src + r * spitch;
+    for (int c = 0; c < n; c += 2)
+      d[c / 2] = pulp_vfcpka_h_s(odl_f32_bits(s[c]), odl_f32_bits(c + 1 < n ? s[c + 1] : 0.0f));
+  }
+}
+
+static inline void odl_zero_f32(float *p, int n) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int i = lo; i < hi; i++) p[i] = 0.0f;
+}
+
+/* Column sums in FP32 (bias gradients): acc[c] += sum_r S[r][c] for c < cols. */
+static inline void odl_colsum_acc(float *acc, const f16 *src, int rows, int pitch, int cols) {
+  int lo, hi;
+  odl_chunk(cols, &lo, &hi);
+  for (int c = lo; c < hi; c++) {
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) s += odl_h2f(src[r * pitch + c]);
+    acc[c] += s;
+  }
+}
+
+/* im2col into 4-row panels for a convolution tile of whole output rows: panel row t is output pixel
+ * (oh0 + t / w_out, t % w_out); its K index (kh*k + kw)*cin + ci reads input row ih - ih0 of `raw`
+ * (rows of w_in pixels, `pitch` halves per pixel), zero outside the image (padding) and past K. */
+static inline void odl_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in,
+                                   int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left,
+                                   int k2) {
+  int lo, hi;
+  int blocks = (rows + 3) / 4;
+  odl_chunk(blocks, &lo, &hi);
+  f16 *d16 = (f16 *)dst;
+  for (int b = lo; b < hi; b++) {
+    for (int i = 0; i < 4; i++) {
+      int t = 4 * b + i;
+      f16 *col = d16 + (b * k2 * 4 + i) * 2;  /* halves (kk) of this row: col[(kk/2)*8 + (kk&1)] */
+      int kk = 0;
+      if (t < rows) {
+        int oh = oh0 + t / w_out, ow = t % w_out;
+        for (int kh = 0; kh < k; kh++) {
+          int ih = oh * stride + kh - pad_top;
+          for (int kw = 0; kw < k; kw++) {
+            int iw = ow * stride + kw - pad_left;
+            int ok = ih >= 0 && ih < h_in && iw >= 0 && iw < w_in;
+            const f16 *s = raw + ((ih - ih0) * w_in + iw) * pitch;
+            for (int ci = 0; ci < cin; ci++, kk++) col[(kk >> 1) * 8 + (kk & 1)] = ok ? s[ci] : 0;
+          }
+        }
+      }
+      for (; kk < 2 * k2; kk++) col[(kk >> 1) * 8 + (kk & 1)] = 0;
+    }
+  }
+}
