@@ -8,8 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import platform as platmod
-from harness.backends import embedded
+from harness.backends import embedded, gvsoc
 from harness.errors import UserError
+
+BACKENDS = {"embedded": embedded, "gvsoc": gvsoc}
 
 NAME = "run"
 HELP = "run an ELF on the simulated MCU and report cycles"
@@ -33,6 +35,8 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print exactly one JSON object and nothing else")
     p.add_argument("--max-cycles", default=None, help="stop with an error after this many cycles")
     p.add_argument("--trace", metavar="FILE", help="write one line per executed instruction to FILE")
+    p.add_argument("--backend", choices=sorted(BACKENDS), default="embedded",
+                   help="embedded (pulp-odl's own simulator, default) or gvsoc (an installed GVSoC, pulp-open only)")
 
 
 def exit_status(result: dict) -> int:
@@ -44,7 +48,8 @@ def exit_status(result: dict) -> int:
 def run(args) -> int:
     plat = platmod.load(args.platform)
     max_cycles = _positive_int(args.max_cycles) if args.max_cycles is not None else None
-    res = embedded.run(args.elf, plat, max_cycles=max_cycles, trace=args.trace)
+    backend = BACKENDS[getattr(args, "backend", "embedded")]
+    res = backend.run(args.elf, plat, max_cycles=max_cycles, trace=args.trace)
     if args.json:
         print(json.dumps(res))
     else:
@@ -52,20 +57,27 @@ def run(args) -> int:
         sys.stdout.flush()
         _report(res)
     if res["status"] != "exit":
-        print(f"pulp-odl: {embedded.fault_line(res)}", file=sys.stderr)
+        print(f"pulp-odl: {backend.fault_line(res)}", file=sys.stderr)
     return exit_status(res)
 
 
 def _report(res: dict) -> None:
     con = Console(stderr=False, highlight=False)
     t = Table(title=f"cycle report ({res['platform']}, {res['backend']})", show_header=False, box=None)
-    t.add_row("cycles", f"{res['cycles']:,}")
-    t.add_row("instructions", f"{res['instructions']:,}")
-    t.add_row("IPC", f"{res['ipc']:.3f}")
+    t.add_row("cycles", _num(res["cycles"], "{:,}"))
+    t.add_row("instructions", _num(res["instructions"], "{:,}"))
+    t.add_row("IPC", _num(res["ipc"], "{:.3f}"))
     for k, v in res["stalls"].items():
         if v:
             t.add_row(f"stall: {k}", f"{v:,}")
     if res["status"] == "exit":
         t.add_row("exit code", str(res["exit_code"]))
-    t.add_row("simulated", f"{res['mips']:.1f} M instr/s ({res['host_seconds']:.3f} s)")
+    if res["mips"] is not None:
+        t.add_row("simulated", f"{res['mips']:.1f} M instr/s ({res['host_seconds']:.3f} s)")
+    else:
+        t.add_row("simulated", f"{res['host_seconds']:.3f} s")
     con.print(t)
+
+
+def _num(v, fmt: str) -> str:
+    return "n/a" if v is None else fmt.format(v)

@@ -29,7 +29,7 @@ typedef struct {{
   const void *src;
   const void *src2;
   void *dst;
-  int rows, cols, aux, aux2;
+  int rows, cols, aux, aux2, pitch;
 }} odl_tile_t;
 """
 
@@ -185,7 +185,7 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
         ic = im2col
         pack_a = (f"  odl_pack_im2col({ap}, (const f16 *)T->src, T->rows, T->aux, T->aux2, {ic['w_out']}, {ic['h_in']}, "
                   f"{ic['w_in']}, {a.pitch}, {ic['cin']}, {ic['k']}, {ic['stride']}, {ic['pad_top']}, {ic['pad_left']}, {k2});")
-    matmul = (f"  odl_matmul({ap}, {bp}, T->rows, T->cols, {k2}, (f16 *)T->dst, {cp(tn) if len(p.n_tiles) > 1 else out.pitch}, "
+    matmul = (f"  odl_matmul({ap}, {bp}, T->rows, T->cols, {k2}, (f16 *)T->dst, T->pitch, "
               + (f"{bias32});" if bias_sym else "0);"))
     tile_fn = g.func(pack_a + "\n  pi_cl_team_barrier();\n" + matmul)
     if b_mode == "rows":
@@ -193,10 +193,11 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
     else:
         pack_b = f"  odl_pack_cols({bp}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, {kdim}, T->aux);"
     if bias_sym:
-        pack_b += f"\n  odl_widen({bias32}, {bias16} + T->aux2, T->rows);"
+        pack_b += f"\n  odl_widen({bias32}, (const f16 *){bias16} + T->aux2, T->rows);"
     b_fn = g.func(pack_b)
 
     m_tiles = p.m_tiles
+    ob = 0  # output buffers alternate over all tiles, so a buffer is never refilled while its DMA runs
     for n0, n1 in p.n_tiles:
         tn_ = n1 - n0
         if b_mode == "rows":
@@ -229,12 +230,14 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
             if a_mode == "im2col":
                 oh0 = m0 // im2col["w_out"]
                 aux, aux2 = oh0, max(0, oh0 * im2col["stride"] - im2col["pad_top"])
-            g.fork(tile_fn, src=araw[i % 2], dst=outb[i % 2], rows=m1 - m0, cols=tn_, aux=aux, aux2=aux2)
+            opitch = out.pitch if len(p.n_tiles) == 1 else cp(tn_)
+            g.fork(tile_fn, src=araw[i % 2], dst=outb[ob % 2], rows=m1 - m0, cols=tn_, aux=aux, aux2=aux2, pitch=opitch)
             g.body.append("  odl_dma_wait(&dout);")
             if len(p.n_tiles) == 1:
-                g.body.append(f"  odl_dma_1d(&dout, {_addr(out_sym, m0 * out.pitch)}, (uint32_t){outb[i % 2]}, {(m1 - m0) * out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+                g.body.append(f"  odl_dma_1d(&dout, {_addr(out_sym, m0 * out.pitch)}, (uint32_t){outb[ob % 2]}, {(m1 - m0) * out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
             else:
-                g.body.append(f"  odl_dma_2d(&dout, {_addr(out_sym, m0 * out.pitch + n0)}, (uint32_t){outb[i % 2]}, {cp(tn_) * 2}, {m1 - m0}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+                g.body.append(f"  odl_dma_2d(&dout, {_addr(out_sym, m0 * out.pitch + n0)}, (uint32_t){outb[ob % 2]}, {cp(tn_) * 2}, {m1 - m0}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+            ob += 1
     return p
 
 

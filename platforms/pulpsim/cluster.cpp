@@ -236,24 +236,16 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
 // ---------------------------------------------------------------- cluster DMA (MCHAN v7)
 
 bool Machine::dma_read(Core& c, uint32_t off, int channel, uint32_t& value) {
-  (void)channel;
-  if (off == 0x0) {  // allocate a transfer counter; wait for the earliest completion when all 16 are taken
+  if (off == 0x0) {  // allocate a transfer counter
     if (dma_alloc == 0xffff) {
-      uint64_t first = UINT64_MAX;
-      uint32_t tid = 0;
-      for (auto& kv : dma_inflight)
-        if (kv.second.end < first) first = kv.second.end, tid = kv.first;
-      if (first == UINT64_MAX) {
-        c.fault("DMA error", "all 16 transfer counters are allocated and none is in flight (missing free)");
-        return true;
-      }
-      if (first > c.t) c.extra += (uint32_t)(first - c.t);
-      process_timed(first);
-      dma_alloc &= ~(1u << tid);
+      // The hardware would stall this core until software frees a counter, which it never can.
+      c.fault("DMA error", "all 16 cluster-DMA transfer counters are in use; wait for transfers (pi_cl_dma_cmd_wait) to free them");
+      return true;
     }
     for (uint32_t tid = 0; tid < 16; tid++) {
       if (!(dma_alloc >> tid & 1)) {
         dma_alloc |= 1u << tid;
+        dma_chan[channel].tid = (int)tid;
         value = tid;
         return true;
       }
@@ -291,14 +283,10 @@ bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
   x.row_len = two_d ? ch.words[3] : x.len;
   x.stride = two_d ? ch.words[4] : x.len;
   x.channel = channel;
-  // which counter: the lowest allocated one not yet carrying a transfer
-  uint32_t tid = 16;
-  for (uint32_t k = 0; k < 16; k++)
-    if ((dma_alloc >> k & 1) && !(dma_active >> k & 1)) {
-      tid = k;
-      break;
-    }
-  if (tid == 16) {
+  // the counter this channel's last CMD read allocated
+  uint32_t tid = ch.tid < 0 ? 16u : (uint32_t)ch.tid;
+  ch.tid = -1;
+  if (tid == 16 || !(dma_alloc >> tid & 1) || (dma_active >> tid & 1)) {
     c.fault("DMA error", "transfer queued without an allocated counter (read CMD first)");
     return true;
   }

@@ -319,7 +319,7 @@ class Machine {
     int channel;
     uint64_t end;
   };
-  struct DmaChannel { uint32_t words[5]; int n = 0; };
+  struct DmaChannel { uint32_t words[5]; int n = 0; int tid = -1; };  // tid: the counter its CMD read returned
   std::vector<DmaChannel> dma_chan;
   uint32_t dma_alloc = 0, dma_active = 0;   // TID bitmaps
   uint64_t dma_free_at = 0;                 // the engine is busy until then
