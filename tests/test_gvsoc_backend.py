@@ -31,6 +31,7 @@ REAL_GVSOC = gvsoc.find()
 needs_gvsoc = pytest.mark.skipif(REAL_GVSOC is None, reason="GVSoC not installed (set GVSOC=...)")
 
 ENV_VARS = ("GVSOC",) + gvsoc.SDK_VARS
+ORIGINAL_PATH = os.environ.get("PATH", "")
 RECORDINGS = sorted(CALIB.glob("*.gvsoc.txt")) if CALIB.exists() else []
 
 # A stand-in for GVSoC's launchers. It reads its behaviour from fake.json next to itself, logs its
@@ -52,7 +53,7 @@ if mode == "old-gvrun" and "--stats" in args:
     sys.stderr.write("gvrun: error: unrecognized arguments: --stats --stats-flat --stats-raw\n")
     sys.exit(2)
 if mode == "sleep":
-    child = subprocess.Popen(["sleep", "60"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     (here / "child.pid").write_text(str(child.pid))
     child.wait()
     sys.exit(0)
@@ -447,7 +448,7 @@ def test_run_broken_launcher(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
 def test_run_timeout_kills_the_simulator(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
     fake = make_fake(no_gvsoc / "fake", "gvsoc", mode="sleep")
     monkeypatch.setenv("GVSOC", str(fake))
-    monkeypatch.setattr(gvsoc, "START_SECONDS", 1.0)
+    monkeypatch.setattr(gvsoc, "START_SECONDS", 2.0)
     t0 = time.monotonic()
     res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, max_cycles=1000)
     assert time.monotonic() - t0 < 30
@@ -456,19 +457,21 @@ def test_run_timeout_kills_the_simulator(no_gvsoc, monkeypatch, kit_elfs, pulp_o
     assert "cycle limit" in gvsoc.fault_line(res)
     pid = int((fake.parent / "child.pid").read_text())
     for _ in range(50):  # the launcher's own child (the simulator) went with it
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _alive(pid):
             break
-        try:
-            if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                break
-        except ChildProcessError:
-            pass
         time.sleep(0.1)
     else:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the simulator process outlived the timeout")
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting for whoever adopted it to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def test_run_checks_the_elf_first(no_gvsoc, monkeypatch, tmp_path, pulp_open):
@@ -573,12 +576,9 @@ def test_crosscheck_without_gvsoc_is_one_line(tmp_path, kit_elfs):
     p = _cli("crosscheck", "--programs", str(kit_elfs), "--output", str(tmp_path / "x.csv"),
              env=_env_without_gvsoc(tmp_path))
     lines = p.stderr.strip().splitlines()
-    assert p.returncode == 2 and len(lines) == 1 and lines[0] == f"pulp-odl: error: {_missing_in(p)}"
+    assert p.returncode == 2 and len(lines) == 1 and "Traceback" not in p.stderr
+    assert lines[0].startswith("pulp-odl: error: GVSoC not found") and "set GVSOC=" in lines[0]
     assert not (tmp_path / "x.csv").exists()
-
-
-def _missing_in(p) -> str:
-    return p.stderr.strip().split("pulp-odl: error: ", 1)[1]
 
 
 def test_crosscheck_bad_programs_dir(no_gvsoc, monkeypatch, tmp_path):
@@ -613,7 +613,7 @@ def main_raise(argv):
 def test_crosscheck_builds_the_test_programs_by_default(no_gvsoc, monkeypatch, tmp_path, capsys):
     # the fake answers with what the embedded simulator prints for ELFs the kit has no recording of
     monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc")))
-    monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + "/usr/bin" + os.pathsep + "/bin")
+    monkeypatch.setenv("PATH", ORIGINAL_PATH)  # clang-19 is needed; GVSOC still wins over any gvsoc on PATH
     assert main(["crosscheck", "--output", str(tmp_path / "d.csv"), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["programs"]
     assert {r["program"] for r in rows} == {p.stem for p in crosscheck.TEST_PROGRAMS.glob("*.c")}

@@ -202,8 +202,7 @@ def timeout_for(max_cycles: int | None, trace: bool = False) -> float:
 # ---------------------------------------------------------------------------------------------
 def parse_recorded(text: str) -> tuple[str, int]:
     """A calibration-kit recording (GVSoC's stdout, then a line 'exit N') -> (stdout, N)."""
-    body, sep, tail = text.rstrip("\n").rpartition("\n")
-    last = tail if sep else body
+    body, sep, last = text.rstrip("\n").rpartition("\n")
     m = re.fullmatch(r"exit (-?\d+)", last.strip())
     if not m:
         raise ValueError("recording does not end with a line 'exit N'")
@@ -211,7 +210,10 @@ def parse_recorded(text: str) -> tuple[str, int]:
 
 
 def _first_line(text: str) -> str:
+    """The line of a launcher's stderr that says what went wrong."""
     lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines() if ln.strip()]
+    if any(ln.startswith("Traceback") for ln in lines):
+        return lines[-1]  # a Python traceback names the exception last
     hit = next((ln for ln in lines if _BROKEN.search(ln)), None)
     return hit or (lines[-1] if lines else "no message")
 

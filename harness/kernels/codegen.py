@@ -285,10 +285,105 @@ def gen_pw_ig(g: _Gen, ins: dict):
     _matmul_fw_ig(g, dy_sym, dy, (w_sym, w), s.h * s.w, s.k_in, s.k_out, dx_sym, dx, None, "rows", "cols")
 
 
+def gen_wg(g: _Gen, ins: dict):
+    """dW[co][n] = sum_p dY[p][co] B[n][p] (B = stored activations, im2col'd for conv), FP32 accumulation
+    across pixel tiles; db[co] = sum_p dY[p][co]. Tiles: dW rows (M), dW columns (N), pixels (K)."""
+    s = g.spec
+    npix = s.h_out * s.w_out
+    dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(npix, s.k_out))
+    xs_sym, xs = g.tensor_in("xs", ins["xs"].reshape(s.h * s.w, s.k_in))
+    n = s.k * s.k * s.k_in
+    dw_sym, dwt = g.tensor_out("dw", (s.k_out, n))
+    db_sym = g.tensor_out("db", (s.k_out,))[0] if s.bias else None
+    conv = s.kind == "conv"
+    w_out = s.w_out
+
+    def xs_rows_bytes(tk):  # stored-activation rows needed by tk output pixels (whole output rows for conv)
+        if not conv:
+            return tk * 0  # pw: fetched as columns, counted in b_raw
+        rows_out = max(1, tk // w_out)
+        return min(s.h, (rows_out - 1) * s.stride + s.k) * s.w * xs.pitch * 2
+
+    def mem(tm, tn, tk):
+        a_raw = tk * cp(tm) * 2
+        b_raw = xs_rows_bytes(tk) if conv else tk * cp(tn) * 2
+        return (a_raw + planmod.panel_bytes(tm, tk) + b_raw + planmod.panel_bytes(tn, tk)
+                + 4 * tm * tn + tm * cp(tn) * 2 + (4 * s.k_out + cp(s.k_out) * 2 if s.bias else 0))
+
+    k_step = 2 * w_out if conv else 2
+    p = planmod.plan_matmul(s, g.plat, s.k_out, n, npix, mem, k_step=k_step, split_k=True)
+    tm, tn, tk = p.tm, p.tn, p.tk
+    araw = g.buf("l1_araw", tk * cp(tm) * 2)
+    ap = g.buf("l1_ap", planmod.panel_bytes(tm, tk))
+    braw = g.buf("l1_braw", xs_rows_bytes(tk) if conv else tk * cp(tn) * 2)
+    bp = g.buf("l1_bp", planmod.panel_bytes(tn, tk))
+    acc = g.buf("l1_acc", 4 * tm * tn, "float")
+    outb = g.buf("l1_out", tm * cp(tn) * 2)
+    if s.bias:
+        db32 = g.buf("l1_db32", 4 * s.k_out, "float")
+        db16 = g.buf("l1_db16", cp(s.k_out) * 2)
+        g.fork(g.func(f"  odl_zero_f32({db32}, {s.k_out});"))
+    pack_a = f"  odl_pack_cols({ap}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, T->aux, T->pitch);"
+    colsum = f"\n  odl_colsum_acc({db32} + T->aux2, (const f16 *)T->src, T->aux, T->pitch, T->rows);" if s.bias else ""
+    fn_a = g.func(pack_a + colsum)
+    if conv:
+        fn_b = g.func(f"  odl_pack_im2col_t({bp}, (const f16 *)T->src, T->rows, T->aux2, T->aux, T->cols, T->pitch, "
+                      f"{w_out}, {s.h}, {s.w}, {xs.pitch}, {s.k_in}, {s.k}, {s.stride}, {s.pad[2]}, {s.pad[0]});\n"
+                      f"  pi_cl_team_barrier();\n"
+                      f"  odl_matmul_acc({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, {acc}, {tn});")
+    else:
+        fn_b = g.func(f"  odl_pack_cols({bp}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, T->aux, T->pitch);\n"
+                      f"  pi_cl_team_barrier();\n"
+                      f"  odl_matmul_acc({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, {acc}, {tn});")
+    fn_zero = g.func(f"  odl_zero_f32({acc}, T->rows);")
+    fn_narrow = g.func(f"  odl_narrow_rows({outb}, T->pitch, {acc}, {tn}, T->rows, T->cols);")
+    for m0, m1 in p.m_tiles:
+        tm_ = m1 - m0
+        for n0, n1 in p.n_tiles:
+            tn_ = n1 - n0
+            g.fork(fn_zero, rows=tm * tn)
+            for k0, k1 in p.k_tiles:
+                g.tiles += 1
+                tk_ = k1 - k0
+                g.body.append(f"  odl_dma_2d(&din, {_addr(dy_sym, k0 * dy.pitch + m0)}, (uint32_t){araw}, {cp(tm_) * 2}, {tk_}, {dy.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+                if conv:
+                    oh0, oh1 = k0 // w_out, (k1 - 1) // w_out + 1
+                    ih0 = max(0, oh0 * s.stride - s.pad[2])
+                    ih1 = min(s.h, (oh1 - 1) * s.stride - s.pad[2] + s.k)
+                    g.body.append(f"  odl_dma_1d(&din, {_addr(xs_sym, ih0 * s.w * xs.pitch)}, (uint32_t){braw}, {(ih1 - ih0) * s.w * xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+                else:
+                    g.body.append(f"  odl_dma_2d(&din, {_addr(xs_sym, k0 * xs.pitch + n0)}, (uint32_t){braw}, {cp(tn_) * 2}, {tk_}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+                g.body.append("  odl_dma_wait(&din);")
+                # db is summed once per pixel tile, on the first column tile
+                do_db = 1 if (s.bias and n0 == 0) else 0
+                g.body.append(f"  {{ static const odl_tile_t ta = {{ .src = {araw}, .rows = {tm_}, .aux = {tk_}, .aux2 = {m0}, .pitch = {cp(tm_)} }};")
+                if do_db:
+                    g.body.append("    odl_fork(" + fn_a + ", (void *)&ta);")
+                else:
+                    g.body.append("    odl_fork(" + g.func(pack_a) + ", (void *)&ta);")
+                if conv:
+                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .cols = {k0 // w_out}, "
+                                  f".aux = {tk_}, .aux2 = {n0}, .pitch = {ih0} }};")
+                else:
+                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .aux = {tk_}, .pitch = {cp(tn_)} }};")
+                g.body.append(f"    odl_fork({fn_b}, (void *)&tb); }}")
+            g.fork(fn_narrow, rows=tm_, cols=tn_, pitch=cp(tn_) if len(p.n_tiles) > 1 else dwt.pitch)
+            if len(p.n_tiles) == 1:
+                g.body.append(f"  odl_dma_1d(&dout, {_addr(dw_sym, m0 * dwt.pitch)}, (uint32_t){outb}, {tm_ * dwt.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+            else:
+                g.body.append(f"  odl_dma_2d(&dout, {_addr(dw_sym, m0 * dwt.pitch + n0)}, (uint32_t){outb}, {cp(tn_) * 2}, {tm_}, {dwt.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+            g.body.append("  odl_dma_wait(&dout);")
+    if s.bias:
+        g.fork(g.func(f"  odl_narrow_rows({db16}, {cp(s.k_out)}, {db32}, {s.k_out}, 1, {s.k_out});"))
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){db16}, {cp(s.k_out) * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+
+
 GENERATORS = {
     ("pw", "fw"): gen_pw_fw,
     ("conv", "fw"): gen_pw_fw,
     ("pw", "ig"): gen_pw_ig,
+    ("pw", "wg"): gen_wg,
+    ("conv", "wg"): gen_wg,
 }
 
 

@@ -278,3 +278,35 @@ static inline void odl_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int 
     }
   }
 }
+
+/* Transposed im2col into panels for a convolution's weight gradient: panel row n = (kh*k + kw)*cin + ci
+ * (n0 + 4b + i), panel word kk = output pixels p0 + 2kk, p0 + 2kk + 1 of a tile of whole output rows
+ * starting at output row oh0; `raw` holds input rows from ih0 (w_in pixels of `pitch` halves). */
+static inline void odl_pack_im2col_t(uint32_t *dst, const f16 *raw, int rows, int n0, int npix, int oh0, int ih0,
+                                     int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride,
+                                     int pad_top, int pad_left) {
+  int k2 = (npix + 1) / 2, lo, hi;
+  int blocks = (rows + 3) / 4;
+  odl_chunk(blocks, &lo, &hi);
+  f16 *d16 = (f16 *)dst;
+  for (int b = lo; b < hi; b++) {
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * b + i;
+      f16 *row = d16 + (b * k2 * 4 + i) * 2;
+      if (r >= rows) {
+        for (int kk = 0; kk < 2 * k2; kk++) row[(kk >> 1) * 8 + (kk & 1)] = 0;
+        continue;
+      }
+      int n = n0 + r, tap = n / cin, ci = n % cin, kh = tap / k, kw = tap % k;
+      for (int q = 0; q < 2 * k2; q++) {
+        f16 v = 0;
+        if (q < npix) {
+          int oh = oh0 + q / w_out, ow = q % w_out;
+          int ih = oh * stride + kh - pad_top, iw = ow * stride + kw - pad_left;
+          if (ih >= 0 && ih < h_in && iw >= 0 && iw < w_in) v = raw[((ih - ih0) * w_in + iw) * pitch + ci];
+        }
+        row[(q >> 1) * 8 + (q & 1)] = v;
+      }
+    }
+  }
+}
