@@ -378,12 +378,87 @@ def gen_wg(g: _Gen, ins: dict):
         g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){db16}, {cp(s.k_out) * 2}, PI_CL_DMA_DIR_LOC2EXT);")
 
 
+def gen_linear(g: _Gen, ins: dict):
+    """Linear layer, one sample: matrix-vector products, tiled over weight rows (fw, wg) or columns (ig)."""
+    s = g.spec
+    if s.step == "fw":
+        x_sym, x = g.tensor_in("x", ins["x"].reshape(1, s.cin))
+        w_sym, w = g.tensor_in("w", ins["w"])
+        b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
+        y_sym, y = g.tensor_out("y", (1, s.cout))
+        xs_sym, xs = g.tensor_out("xs", (1, s.k_in))
+        fixed = x.pitch * 2 * 2 + cp(s.cout) * 2 * 2 + xs.pitch * 2
+        rows = planmod.plan_rows(s, g.plat, s.cout, lambda r: fixed + r * w.pitch * 2, step=4)
+        lx, lw, ly, lb = (g.buf("l1_x", x.pitch * 2), g.buf("l1_w", rows * w.pitch * 2),
+                          g.buf("l1_y", cp(s.cout) * 2), g.buf("l1_b", cp(s.cout) * 2))
+        lxs = g.buf("l1_xs", xs.pitch * 2)
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){x_sym}, (uint32_t){lx}, {x.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        if b_sym:
+            g.body.append(f"  odl_dma_1d(&din, (uint32_t){b_sym}, (uint32_t){lb}, {cp(s.cout) * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        cores = g.plat.cluster["cores"]
+        if rows < 4 * cores:  # few outputs: split the reduction across the cores instead
+            part = g.buf("l1_part", 4 * cores * rows, "float")
+            fn = g.func(f"  odl_matvec_ksplit((f16 *){ly} + T->aux, (const f16 *){lw}, {w.pitch}, (const f16 *){lx}, T->rows, {w.pitch}, "
+                        + (f"(const f16 *){lb} + T->aux" if b_sym else "0") + f", {part});")
+        else:
+            fn = g.func(f"  odl_matvec((f16 *){ly} + T->aux, (const f16 *){lw}, {w.pitch}, (const f16 *){lx}, T->rows, {w.pitch}, "
+                        + (f"(const f16 *){lb} + T->aux);" if b_sym else "0);"))
+        for r0 in range(0, s.cout, rows):
+            g.tiles += 1
+            n = min(rows, s.cout - r0)
+            g.body.append(f"  odl_dma_1d(&din, {_addr(w_sym, r0 * w.pitch)}, (uint32_t){lw}, {n * w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            g.body.append("  odl_dma_wait(&din);")
+            g.fork(fn, rows=n, aux=r0)
+        g.fork(g.func(f"  if (pi_core_id() == 0) odl_keep_channels((f16 *){lxs}, (const f16 *){lx}, 1, {x.pitch}, {s.k_in}, {xs.pitch});"))
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){y_sym}, (uint32_t){ly}, {y.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){xs_sym}, (uint32_t){lxs}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    elif s.step == "ig":
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(1, s.k_out))
+        w_sym, w = g.tensor_in("w", ins["w"])
+        dx_sym, dx = g.tensor_out("dx", (1, s.k_in))
+        cols = planmod.plan_rows(s, g.plat, s.k_in, lambda c: dy.pitch * 2 + dx.pitch * 2 + s.k_out * cp(c) * 2, step=4)
+        ldy, ldx, lw = g.buf("l1_dy", dy.pitch * 2), g.buf("l1_dx", dx.pitch * 2), g.buf("l1_w", s.k_out * cp(cols) * 2)
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){dy_sym}, (uint32_t){ldy}, {dy.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        fn = g.func(f"  odl_matvec_t((f16 *){ldx} + T->aux, (const f16 *){lw}, T->pitch, (const f16 *){ldy}, {s.k_out}, T->cols);")
+        for c0 in range(0, s.k_in, cols):
+            g.tiles += 1
+            n = min(cols, s.k_in - c0)
+            g.body.append(f"  odl_dma_2d(&din, {_addr(w_sym, c0)}, (uint32_t){lw}, {cp(n) * 2}, {s.k_out}, {w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            g.body.append("  odl_dma_wait(&din);")
+            g.fork(fn, cols=n, aux=c0, pitch=cp(n))
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){dx_sym}, (uint32_t){ldx}, {dx.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    elif s.step == "wg":
+        xs_sym, xs = g.tensor_in("xs", ins["xs"].reshape(1, s.k_in))
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(1, s.k_out))
+        dw_sym, dwt = g.tensor_out("dw", (s.k_out, s.k_in))
+        db_sym = g.tensor_out("db", (s.k_out,))[0] if s.bias else None
+        rows = planmod.plan_rows(s, g.plat, s.k_out, lambda r: xs.pitch * 2 + dy.pitch * 2 + 2 * r * dwt.pitch * 2, step=2)
+        lxs, ldy = g.buf("l1_xs", xs.pitch * 2), g.buf("l1_dy", dy.pitch * 2)
+        lo = [g.buf("l1_out0", rows * dwt.pitch * 2), g.buf("l1_out1", rows * dwt.pitch * 2)]
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){xs_sym}, (uint32_t){lxs}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){dy_sym}, (uint32_t){ldy}, {dy.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        g.body.append("  odl_dma_wait(&din);")
+        fn = g.func(f"  odl_outer((f16 *)T->dst, {dwt.pitch}, (const f16 *){ldy} + T->aux, (const f16 *){lxs}, T->rows, {s.k_in});")
+        for i, r0 in enumerate(range(0, s.k_out, rows)):
+            g.tiles += 1
+            n = min(rows, s.k_out - r0)
+            g.fork(fn, dst=lo[i % 2], rows=n, aux=r0)
+            g.body.append("  odl_dma_wait(&dout);")
+            g.body.append(f"  odl_dma_1d(&dout, {_addr(dw_sym, r0 * dwt.pitch)}, (uint32_t){lo[i % 2]}, {n * dwt.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        if db_sym:  # the bias gradient of one sample is the output gradient itself
+            g.body.append("  odl_dma_wait(&dout);")
+            g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){ldy}, {dy.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+
+
 GENERATORS = {
     ("pw", "fw"): gen_pw_fw,
     ("conv", "fw"): gen_pw_fw,
     ("pw", "ig"): gen_pw_ig,
     ("pw", "wg"): gen_wg,
     ("conv", "wg"): gen_wg,
+    ("linear", "fw"): gen_linear,
+    ("linear", "ig"): gen_linear,
+    ("linear", "wg"): gen_linear,
 }
 
 

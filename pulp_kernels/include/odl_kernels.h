@@ -310,3 +310,88 @@ static inline void odl_pack_im2col_t(uint32_t *dst, const f16 *raw, int rows, in
     }
   }
 }
+
+/* ---------------------------------------------------------------- linear (one sample) */
+
+/* y[r] = W[r] . x (+ b[r]) for rows r < rows, K halves per row (even), FP32 accumulation, 4 rows at a
+ * time so that each word of x is loaded once per 4 rows. */
+static inline void odl_matvec(f16 *y, const f16 *w, int wpitch, const f16 *x, int rows, int k, const f16 *bias) {
+  int nb = (rows + 3) / 4, lo, hi;
+  odl_chunk(nb, &lo, &hi);
+  const uint32_t *xv = (const uint32_t *)x;
+  for (int b = lo; b < hi; b++) {
+    int r0 = 4 * b;
+    const uint32_t *w0 = (const uint32_t *)(w + r0 * wpitch);
+    const uint32_t *w1 = (const uint32_t *)(w + (r0 + 1 < rows ? r0 + 1 : r0) * wpitch);
+    const uint32_t *w2 = (const uint32_t *)(w + (r0 + 2 < rows ? r0 + 2 : r0) * wpitch);
+    const uint32_t *w3 = (const uint32_t *)(w + (r0 + 3 < rows ? r0 + 3 : r0) * wpitch);
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (int kk = 0; kk < k / 2; kk++) {
+      uint32_t xx = xv[kk];
+      a0 = pulp_vfdotpex_s_h(a0, w0[kk], xx);
+      a1 = pulp_vfdotpex_s_h(a1, w1[kk], xx);
+      a2 = pulp_vfdotpex_s_h(a2, w2[kk], xx);
+      a3 = pulp_vfdotpex_s_h(a3, w3[kk], xx);
+    }
+    uint32_t acc[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4 && r0 + i < rows; i++) {
+      float v;
+      __builtin_memcpy(&v, &acc[i], 4);
+      if (bias) v += odl_h2f(bias[r0 + i]);
+      y[r0 + i] = odl_f2h(v);
+    }
+  }
+}
+
+/* dx[c] = sum_{r < rows} dy[r] * W[r][c] for c < cols (pairs of columns per step, FP32 per lane: the
+ * gradient value is placed in one lane of the second operand so vfdotpex multiplies one lane only). */
+static inline void odl_matvec_t(f16 *dx, const f16 *w, int wpitch, const f16 *dy, int rows, int cols) {
+  int c2 = (cols + 1) / 2, lo, hi;
+  odl_chunk(c2, &lo, &hi);
+  for (int c = lo; c < hi; c++) {
+    uint32_t a0 = 0, a1 = 0;
+    for (int r = 0; r < rows; r++) {
+      uint32_t wv = ((const uint32_t *)(w + r * wpitch))[c];
+      uint32_t d = dy[r];
+      a0 = pulp_vfdotpex_s_h(a0, wv, d);
+      a1 = pulp_vfdotpex_s_h(a1, wv, d << 16);
+    }
+    ((uint32_t *)dx)[c] = pulp_vfcpka_h_s(a0, 2 * c + 1 < cols ? a1 : 0u);
+  }
+}
+
+/* dW[r][c] = dy[r] * x[c] (outer product, rows r < rows), rows `dpitch` halves apart. */
+static inline void odl_outer(f16 *dw, int dpitch, const f16 *dy, const f16 *x, int rows, int cols) {
+  int lo, hi, c2 = (cols + 1) / 2;
+  odl_chunk(rows, &lo, &hi);
+  const uint32_t *xv = (const uint32_t *)x;
+  for (int r = lo; r < hi; r++) {
+    uint32_t *d = (uint32_t *)(dw + r * dpitch);
+    uint32_t g = dy[r];
+    for (int c = 0; c < c2; c++) d[c] = pulp_vfmul_r_h(xv[c], g);
+    if (cols & 1) d[c2 - 1] &= 0xffffu;  /* 0 * negative is -0: keep the pad a plain zero */
+  }
+}
+
+/* y = W . x (+ b) for few rows: every core takes a slice of K for all rows, then the partial FP32 sums
+ * (`part`, cores x rows floats) are added up, so all cores work even when rows < 4 x cores. */
+static inline void odl_matvec_ksplit(f16 *y, const f16 *w, int wpitch, const f16 *x, int rows, int k, const f16 *bias,
+                                     float *part) {
+  int lo, hi, id = pi_core_id();
+  odl_chunk(k / 2, &lo, &hi);
+  const uint32_t *xv = (const uint32_t *)x;
+  for (int r = 0; r < rows; r++) {
+    const uint32_t *wr = (const uint32_t *)(w + r * wpitch);
+    uint32_t a = 0;
+    for (int kk = lo; kk < hi; kk++) a = pulp_vfdotpex_s_h(a, wr[kk], xv[kk]);
+    __builtin_memcpy(&part[id * rows + r], &a, 4);
+  }
+  pi_cl_team_barrier();
+  odl_chunk(rows, &lo, &hi);
+  int nc = pi_cl_team_nb_cores();
+  for (int r = lo; r < hi; r++) {
+    float v = bias ? odl_h2f(bias[r]) : 0.0f;
+    for (int c = 0; c < nc; c++) v += part[c * rows + r];
+    y[r] = odl_f2h(v);
+  }
+}
