@@ -111,7 +111,7 @@ def _value_function(i: Insn) -> str | None:
         outs = '[r] "=r"(r)'
     asm_args = ", ".join(("%[r]" if f is dst else f"%[{f.name}]") for f in i.ops)
     return (f"static inline uint32_t pulp_{i.id}({', '.join(args)}) {{\n"
-            f"  {init}\n  __asm__ volatile (PULP_{i.id.upper()}({asm_args}) : {outs} : {ops});\n  return r;\n}}")
+            f"  {init}\n  __asm__ (PULP_{i.id.upper()}({asm_args}) : {outs} : {ops});\n  return r;\n}}")
 
 
 def gen_header(isa: Isa) -> str:

@@ -450,6 +450,62 @@ def gen_linear(g: _Gen, ins: dict):
             g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){ldy}, {dy.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
 
 
+def gen_dw(g: _Gen, ins: dict):
+    """Depthwise steps, tiled over channels (every tile holds the whole feature map of its channels)."""
+    s = g.spec
+    geo = f"{s.h}, {s.w}, {s.h_out}, {s.w_out}, {s.k}, {s.stride}, {s.pad[2]}, {s.pad[0]}"
+    hw, ohw, kk = s.h * s.w, s.h_out * s.w_out, s.k * s.k
+    if s.step == "fw":
+        x_sym, x = g.tensor_in("x", ins["x"].reshape(hw, s.cin))
+        w_sym, w = g.tensor_in("w", ins["w"].reshape(kk, s.cin))
+        b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
+        y_sym, y = g.tensor_out("y", (ohw, s.cin))
+        xs_sym, xs = g.tensor_out("xs", (hw, s.k_in))
+        srcs = [(x_sym, x, hw, "x"), (w_sym, w, kk, "w")] + ([(b_sym, info("b", (1, s.cin)), 1, "b")] if b_sym else [])
+        outs = [(y_sym, y, ohw)]
+        body = "  odl_dw_fw((f16 *)T->dst, (const f16 *){x}, (const f16 *){w}, " + ("(const f16 *){b}" if b_sym else "0") + f", T->cols, {geo}, T->pitch);"
+        channels = s.cin
+    elif s.step == "ig":
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(ohw, s.k_out))
+        w_sym, w = g.tensor_in("w", ins["w"].reshape(kk, s.cin))
+        dx_sym, dx = g.tensor_out("dx", (hw, s.k_in))
+        srcs = [(dy_sym, dy, ohw, "dy"), (w_sym, w, kk, "w")]
+        outs = [(dx_sym, dx, hw)]
+        body = f"  odl_dw_ig((f16 *)T->dst, (const f16 *){{dy}}, (const f16 *){{w}}, T->cols, {geo}, T->pitch);"
+        channels = s.k_in
+    else:
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(ohw, s.k_out))
+        xs_sym, xs_t = g.tensor_in("xs", ins["xs"].reshape(hw, s.k_in))
+        dw_sym, dwt = g.tensor_out("dw", (kk, s.k_in))
+        db_sym = g.tensor_out("db", (1, s.k_in), ref="db")[0] if s.bias else None
+        srcs = [(dy_sym, dy, ohw, "dy"), (xs_sym, xs_t, hw, "xs")]
+        outs = [(dw_sym, dwt, kk)] + ([(db_sym, info("db", (1, s.k_in)), 1)] if db_sym else [])
+        body = ("  odl_dw_wg((f16 *)T->dst, " + ("(f16 *)T->src" if db_sym else "0") +
+                f", (const f16 *){{dy}}, (const f16 *){{xs}}, T->cols, {geo}, T->pitch);")
+        channels = s.k_in
+    out_rows = sum(r for _, _, r in outs)
+
+    def mem(tc):
+        return (sum(r for _, _, r, _ in srcs) + out_rows) * cp(tc) * 2
+    tc = planmod.plan_rows(s, g.plat, channels, mem, step=2)
+    bufs = {name: g.buf(f"l1_{name}", rows * cp(tc) * 2) for _, _, rows, name in srcs}
+    obufs = [g.buf(f"l1_out{i}", rows * cp(tc) * 2) for i, (_, _, rows) in enumerate(outs)]
+    fn = g.func(body.format(**bufs))
+    for c0 in range(0, channels, tc):
+        g.tiles += 1
+        n = min(tc, channels - c0)
+        for sym, t, rows, name in srcs:
+            g.body.append(f"  odl_dma_2d(&din, {_addr(sym, c0)}, (uint32_t){bufs[name]}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        g.body.append("  odl_dma_wait(&din);")
+        g.body.append("  odl_dma_wait(&dout);")
+        g.fork(fn, dst=obufs[0], src=obufs[1] if len(obufs) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
+        for (sym, t, rows), ob in zip(outs, obufs):
+            g.body.append(f"  odl_dma_2d(&dout, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    if s.step == "fw":
+        g.body.append("  odl_dma_wait(&dout);")
+        _keep_pass(g, x_sym, x, xs_sym, xs)
+
+
 GENERATORS = {
     ("pw", "fw"): gen_pw_fw,
     ("conv", "fw"): gen_pw_fw,
@@ -459,6 +515,9 @@ GENERATORS = {
     ("linear", "fw"): gen_linear,
     ("linear", "ig"): gen_linear,
     ("linear", "wg"): gen_linear,
+    ("dw", "fw"): gen_dw,
+    ("dw", "ig"): gen_dw,
+    ("dw", "wg"): gen_dw,
 }
 
 

@@ -395,3 +395,105 @@ static inline void odl_matvec_ksplit(f16 *y, const f16 *w, int wpitch, const f16
     y[r] = odl_f2h(v);
   }
 }
+
+/* ---------------------------------------------------------------- depthwise (channel pairs in SIMD lanes) */
+
+/* Forward on a channel tile: y[oh][ow][c] = b[c] + sum over valid taps x[ih][iw][c] * w[kh][kw][c], FP16
+ * accumulation of the k*k terms (vfmac.h). All tensors of the tile have a pitch of `p` halves. */
+static inline void odl_dw_fw(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
+                             int k, int s, int pt, int pl, int p) {
+  int lo, hi;
+  odl_chunk(ho, &lo, &hi);
+  const uint32_t *xv = (const uint32_t *)x, *wv = (const uint32_t *)w, *bv = (const uint32_t *)b;
+  int p2 = p / 2;
+  for (int oh = lo; oh < hi; oh++) {
+    for (int ow = 0; ow < wo; ow++) {
+      uint32_t *yv = (uint32_t *)(y + (oh * wo + ow) * p);
+      for (int c = 0; c < c2; c++) {
+        uint32_t acc = bv ? bv[c] : 0;
+        for (int kh = 0; kh < k; kh++) {
+          int ih = oh * s + kh - pt;
+          if (ih < 0 || ih >= h) continue;
+          for (int kw = 0; kw < k; kw++) {
+            int iw = ow * s + kw - pl;
+            if (iw < 0 || iw >= wd) continue;
+            acc = pulp_vfmac_h(acc, xv[(ih * wd + iw) * p2 + c], wv[(kh * k + kw) * p2 + c]);
+          }
+        }
+        yv[c] = acc;
+      }
+    }
+  }
+}
+
+/* Input gradient on a channel tile: dx[ih][iw][c] = sum over taps that reach (ih, iw) of
+ * dy[oh][ow][c] * w[kh][kw][c], with oh = (ih + pt - kh) / s when it divides exactly. */
+static inline void odl_dw_ig(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s,
+                             int pt, int pl, int p) {
+  int lo, hi;
+  odl_chunk(h, &lo, &hi);
+  const uint32_t *dv = (const uint32_t *)dy, *wv = (const uint32_t *)w;
+  int p2 = p / 2;
+  for (int ih = lo; ih < hi; ih++) {
+    for (int iw = 0; iw < wd; iw++) {
+      uint32_t *xv = (uint32_t *)(dx + (ih * wd + iw) * p);
+      for (int c = 0; c < c2; c++) {
+        uint32_t acc = 0;
+        for (int kh = 0; kh < k; kh++) {
+          int th = ih + pt - kh;
+          if (th < 0 || th % s) continue;
+          int oh = th / s;
+          if (oh >= ho) continue;
+          for (int kw = 0; kw < k; kw++) {
+            int tw = iw + pl - kw;
+            if (tw < 0 || tw % s) continue;
+            int ow = tw / s;
+            if (ow >= wo) continue;
+            acc = pulp_vfmac_h(acc, dv[(oh * wo + ow) * p2 + c], wv[(kh * k + kw) * p2 + c]);
+          }
+        }
+        xv[c] = acc;
+      }
+    }
+  }
+}
+
+/* Weight (and bias) gradient on a channel tile. Work items are (tap, channel pair) and, for the bias,
+ * (k*k, channel pair); each sums over the output pixels in FP16 lanes for 8 terms at a time, then folds
+ * the pair of partial sums into two FP32 accumulators (vfdotpex with {1, 0} and {0, 1}). */
+static inline void odl_dw_wg(f16 *dw, f16 *db, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho, int wo, int k,
+                             int s, int pt, int pl, int p) {
+  const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
+  const uint32_t *dv = (const uint32_t *)dy, *xv = (const uint32_t *)x;
+  int p2 = p / 2, taps = k * k, items = (taps + (db ? 1 : 0)) * c2;
+  int nc = pi_cl_team_nb_cores();
+  for (int it = pi_core_id(); it < items; it += nc) {
+    int tap = it / c2, c = it % c2, kh = tap / k, kw = tap % k;
+    uint32_t lo32 = 0, hi32 = 0, acc = 0;
+    int n = 0;
+    for (int oh = 0; oh < ho; oh++) {
+      int ih = oh * s + kh - pt;
+      if (tap < taps && (ih < 0 || ih >= h)) continue;
+      for (int ow = 0; ow < wo; ow++) {
+        uint32_t g = dv[(oh * wo + ow) * p2 + c];
+        if (tap < taps) {
+          int iw = ow * s + kw - pl;
+          if (iw < 0 || iw >= wd) continue;
+          acc = pulp_vfmac_h(acc, g, xv[(ih * wd + iw) * p2 + c]);
+        } else {
+          acc = pulp_vfadd_h(acc, g);
+        }
+        if (++n == 8) {
+          lo32 = pulp_vfdotpex_s_h(lo32, acc, one_lo);
+          hi32 = pulp_vfdotpex_s_h(hi32, acc, one_hi);
+          acc = 0;
+          n = 0;
+        }
+      }
+    }
+    lo32 = pulp_vfdotpex_s_h(lo32, acc, one_lo);
+    hi32 = pulp_vfdotpex_s_h(hi32, acc, one_hi);
+    uint32_t *dst = tap < taps ? (uint32_t *)(dw + tap * p) : (uint32_t *)db;
+    dst[c] = pulp_vfcpka_h_s(lo32, hi32);
+  }
+}
