@@ -439,10 +439,20 @@ def test_run_nonzero_exit_status(no_gvsoc, monkeypatch, kit_elfs, pulp_open, mod
 
 
 def test_run_broken_launcher(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
-    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc", mode="broken")))
+    fake = make_fake(no_gvsoc / "fake", "gvsoc", mode="broken")
+    monkeypatch.setenv("GVSOC", str(fake))
     with pytest.raises(UserError) as e:
         gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
-    assert "gapylib" in str(e.value) and "\n" not in str(e.value)
+    msg = str(e.value)
+    assert "\n" not in msg and "No module named 'gapylib'" in msg and str(fake) in msg and "set GVSOC=" in msg
+
+
+def test_run_launcher_that_cannot_start(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
+    bad = _write_exe(no_gvsoc / "bad" / "gvsoc", "#!/nonexistent/interpreter\n")
+    monkeypatch.setenv("GVSOC", str(bad))
+    with pytest.raises(UserError) as e:
+        gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
+    assert str(e.value).startswith(f"GVSoC failed to start: {bad}") and "\n" not in str(e.value)
 
 
 def test_run_timeout_kills_the_simulator(no_gvsoc, monkeypatch, kit_elfs, pulp_open):

@@ -218,7 +218,7 @@ def _first_line(text: str) -> str:
     return hit or (lines[-1] if lines else "no message")
 
 
-def parse_output(stdout: str, stderr: str, returncode: int) -> dict:
+def parse_output(stdout: str, stderr: str, returncode: int, launcher=None) -> dict:
     """What a finished launcher said -> status, exit_code, stdout and fault (schema fields).
 
     Raises UserError when the launcher failed before or around the simulation (bad installation,
@@ -235,7 +235,9 @@ def parse_output(stdout: str, stderr: str, returncode: int) -> dict:
     if returncode < 0:
         return _died(stdout, -returncode)
     if stderr and _BROKEN.search(stderr):
-        raise UserError(f"GVSoC failed (exit {returncode}): {_first_line(stderr)}")
+        where = f" ({launcher})" if launcher else ""
+        raise UserError(f"GVSoC failed{where}, exit {returncode}: {_first_line(stderr)}; fix that installation "
+                        f"or point pulp-odl at another one: {HOW_TO}")
     # a launcher that passes the EOC status straight through (the engine binary, older gapy)
     return {"status": "exit", "exit_code": returncode, "stdout": stdout, "fault": None}
 
@@ -355,7 +357,7 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
                                       f"{max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES:,} cycles",
                             "pc": None, "core": None, "insn": None}}
     else:
-        parsed = parse_output(out, err, rc)
+        parsed = parse_output(out, err, rc, launcher)
     result = {
         "backend": "gvsoc",
         "simulator": version(launcher),

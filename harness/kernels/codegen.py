@@ -91,7 +91,8 @@ class _Gen:
         for sym, img in self.l2_in.items():
             out.append(f"extern f16 {sym}[{img.size}];")
         for sym, (t, _) in self.l2_out.items():
-            out.append(f"PI_L2 f16 {sym}[{t.halves}] __attribute__((aligned(16)));")
+            if sym not in self.l2_in:  # updated in place: already defined with the inputs
+                out.append(f"PI_L2 f16 {sym}[{t.halves}] __attribute__((aligned(16)));")
         for name, nbytes, ctype in self.l1:
             size = nbytes // 4
             out.append(f"static PI_L1 {ctype} {name}[{size}] __attribute__((aligned(16)));")
@@ -145,16 +146,24 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
 
         def a_raw_bytes(tm):
             return tm * a_row_bytes
-    else:
+    elif a_mode == "im2col":
         a_row_bytes = a.pitch * 2 * im2col["w_in"]
 
         def a_raw_bytes(tm):  # whole input rows covering tm output pixels (whole output rows)
             rows_out = max(1, tm // im2col["w_out"])
             return min(im2col["h_in"], (rows_out - 1) * im2col["stride"] + im2col["k"]) * a_row_bytes
+    else:  # col2im: dy rows reaching tm input pixels (whole input rows)
+        a_row_bytes = a.pitch * 2 * im2col["w_out"]
+
+        def a_raw_bytes(tm):
+            rows_in = max(1, tm // im2col["w_in"])
+            return min(im2col["h_out"], (rows_in + im2col["k"] - 2) // im2col["stride"] + 2) * a_row_bytes
 
     def b_raw_bytes(tn):
         if b_mode == "rows":
             return tn * b_t.pitch * 2
+        if b_mode == "wT":
+            return im2col["ko"] * b_t.pitch * 2
         return kdim * cp(tn) * 2
 
     def mem(tm, tn, tk):
@@ -162,8 +171,8 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
                 + b_raw_bytes(tn) + planmod.panel_bytes(tn, kdim) + (4 * tn if bias_sym else 0)
                 + (cp(n) * 2 if bias_sym else 0))
 
-    m_step = im2col["w_out"] if a_mode == "im2col" else 4
-    if a_mode == "im2col" and m_step % 4:
+    m_step = im2col["w_out"] if a_mode == "im2col" else im2col["w_in"] if a_mode == "col2im" else 4
+    if a_mode in ("im2col", "col2im") and m_step % 4:
         m_step = m_step * 4 // np.gcd(m_step, 4)
     p = planmod.plan_matmul(spec, plat, m, n, kdim, mem, m_step=m_step)
     tm, tn = p.tm, p.tn
@@ -181,15 +190,22 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
     # packing of A for one tile
     if a_mode == "rows":
         pack_a = f"  odl_pack_rows({ap}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, {k2}, {a.pitch});"
-    else:
+    elif a_mode == "im2col":
         ic = im2col
         pack_a = (f"  odl_pack_im2col({ap}, (const f16 *)T->src, T->rows, T->aux, T->aux2, {ic['w_out']}, {ic['h_in']}, "
                   f"{ic['w_in']}, {a.pitch}, {ic['cin']}, {ic['k']}, {ic['stride']}, {ic['pad_top']}, {ic['pad_left']}, {k2});")
+    else:
+        ic = im2col
+        pack_a = (f"  odl_pack_dy_cols({ap}, (const f16 *)T->src, T->rows, T->aux, T->aux2, {ic['w_in']}, {ic['h_out']}, "
+                  f"{ic['w_out']}, {a.pitch}, {ic['ko']}, {ic['k']}, {ic['stride']}, {ic['pad_top']}, {ic['pad_left']}, {k2});")
     matmul = (f"  odl_matmul({ap}, {bp}, T->rows, T->cols, {k2}, (f16 *)T->dst, T->pitch, "
               + (f"{bias32});" if bias_sym else "0);"))
     tile_fn = g.func(pack_a + "\n  pi_cl_team_barrier();\n" + matmul)
     if b_mode == "rows":
         pack_b = f"  odl_pack_rows({bp}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, {k2}, {b_t.pitch});"
+    elif b_mode == "wT":
+        pack_b = (f"  odl_pack_w_t({bp}, (const f16 *)T->src, T->rows, T->aux2, {im2col['ko']}, {im2col['k'] ** 2}, "
+                  f"{im2col['cin']}, {b_t.pitch}, {k2});")
     else:
         pack_b = f"  odl_pack_cols({bp}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, {kdim}, T->aux);"
     if bias_sym:
@@ -203,6 +219,9 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
         if b_mode == "rows":
             g.body.append(f"  odl_dma_1d(&din, {_addr(b_sym, n0 * b_t.pitch)}, (uint32_t){braw}, {tn_ * b_t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
             b_pitch = b_t.pitch
+        elif b_mode == "wT":
+            g.body.append(f"  odl_dma_1d(&din, (uint32_t){b_sym}, (uint32_t){braw}, {im2col['ko'] * b_t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            b_pitch = b_t.pitch
         else:  # columns n0..n1 of the first kdim rows of the source, packed with pitch cp(tn)
             g.body.append(f"  odl_dma_2d(&din, {_addr(b_sym, n0)}, (uint32_t){braw}, {cp(tn_) * 2}, {kdim}, {b_t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
             b_pitch = cp(tn_)
@@ -214,6 +233,10 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
             if a_mode == "rows":
                 return f"  odl_dma_1d(&dpre, {_addr(a_sym, m0 * a.pitch)}, (uint32_t){into}, {(m1 - m0) * a.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"
             ic = im2col
+            if a_mode == "col2im":
+                lo, hi = _dy_rows(ic, m0, m1)
+                return (f"  odl_dma_1d(&dpre, {_addr(a_sym, lo * ic['w_out'] * a.pitch)}, (uint32_t){into}, "
+                        f"{(hi - lo) * ic['w_out'] * a.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
             oh0, oh1 = m0 // ic["w_out"], (m1 - 1) // ic["w_out"] + 1
             ih0 = max(0, oh0 * ic["stride"] - ic["pad_top"])
             ih1 = min(ic["h_in"], (oh1 - 1) * ic["stride"] - ic["pad_top"] + ic["k"])
@@ -227,6 +250,8 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
             if i + 1 < len(m_tiles):
                 g.body.append(a_transfer(i + 1, araw[(i + 1) % 2]))
             aux = aux2 = 0
+            if a_mode == "col2im":
+                aux, aux2 = m0 // im2col["w_in"], _dy_rows(im2col, m0, m1)[0]
             if a_mode == "im2col":
                 oh0 = m0 // im2col["w_out"]
                 aux, aux2 = oh0, max(0, oh0 * im2col["stride"] - im2col["pad_top"])
@@ -239,6 +264,14 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
                 g.body.append(f"  odl_dma_2d(&dout, {_addr(out_sym, m0 * out.pitch + n0)}, (uint32_t){outb[ob % 2]}, {cp(tn_) * 2}, {m1 - m0}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
             ob += 1
     return p
+
+
+def _dy_rows(ic: dict, m0: int, m1: int) -> tuple[int, int]:
+    """Output-gradient rows [lo, hi) that reach the input rows of pixels [m0, m1) (whole input rows)."""
+    ih0, ih1 = m0 // ic["w_in"], (m1 - 1) // ic["w_in"] + 1
+    lo = max(0, -(-(ih0 + ic["pad_top"] - (ic["k"] - 1)) // ic["stride"]))
+    hi = min(ic["h_out"], (ih1 - 1 + ic["pad_top"]) // ic["stride"] + 1)
+    return lo, max(lo, hi)
 
 
 def _keep_pass(g: _Gen, x_sym: str, x: TensorInfo, xs_sym: str, xs: TensorInfo):
@@ -278,6 +311,15 @@ def gen_pw_fw(g: _Gen, ins: dict):
 
 def gen_pw_ig(g: _Gen, ins: dict):
     s = g.spec
+    if s.kind == "conv":
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(s.h_out * s.w_out, s.k_out))
+        w_sym, w = g.tensor_in("w", ins["w"].reshape(s.cout, -1))
+        dx_sym, dx = g.tensor_out("dx", (s.h * s.w, s.k_in))
+        ic = dict(w_in=s.w, h_out=s.h_out, w_out=s.w_out, ko=s.k_out, k=s.k, stride=s.stride, pad_top=s.pad[2],
+                  pad_left=s.pad[0], cin=s.cin)
+        _matmul_fw_ig(g, dy_sym, dy, (w_sym, w), s.h * s.w, s.k_in, s.k * s.k * s.k_out, dx_sym, dx, None,
+                      "col2im", "wT", ic)
+        return
     dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(s.h_out * s.w_out, s.k_out))
     w_sym, w = g.tensor_in("w", ins["w"].reshape(s.cout, -1))
     dx_sym, dx = g.tensor_out("dx", (s.h * s.w, s.k_in))
@@ -506,10 +548,60 @@ def gen_dw(g: _Gen, ins: dict):
         _keep_pass(g, x_sym, x, xs_sym, xs)
 
 
+def gen_update(g: _Gen, ins: dict):
+    """SGD on the kept block only: W[:k_out, ..., :k_in] -= lr dW, b[:k_out] -= lr db (in place in L2),
+    tiled over weight rows (double-buffered)."""
+    s = g.spec
+    lr16 = np.float16(-s.lr).view(np.uint16)
+    neg2 = int(lr16) | (int(lr16) << 16)
+    wa = ins["w"].reshape(s.k * s.k, s.cin) if s.kind == "dw" else ins["w"].reshape(s.cout, -1)
+    w_sym, w = g.tensor_in("w", wa)
+    ga = ins["dw"].reshape(s.k * s.k, s.k_in) if s.kind == "dw" else ins["dw"].reshape(s.k_out, -1)
+    g_sym, gt = g.tensor_in("dw", ga)
+    rows_total = s.k * s.k if s.kind == "dw" else s.k_out
+    g.l2_out[w_sym] = (w, "w")
+    rows = planmod.plan_rows(s, g.plat, rows_total, lambda r: 2 * r * (w.pitch + gt.pitch) * 2 + 64)
+    lw = [g.buf("l1_w0", rows * w.pitch * 2), g.buf("l1_w1", rows * w.pitch * 2)]
+    lg = [g.buf("l1_g0", rows * gt.pitch * 2), g.buf("l1_g1", rows * gt.pitch * 2)]
+    if s.kind == "conv":
+        fn = g.func(f"  odl_sgd_conv((f16 *)T->dst, {w.pitch}, (const f16 *)T->src, {gt.pitch}, T->rows, {s.k * s.k}, "
+                    f"{s.cin}, {s.k_in}, {int(lr16)}u);")
+    else:
+        cols = s.k_in
+        fn = g.func(f"  odl_sgd_block((f16 *)T->dst, {w.pitch}, (const f16 *)T->src, {gt.pitch}, T->rows, {cols}, {neg2}u);")
+    tiles = [(r0, min(rows_total, r0 + rows)) for r0 in range(0, rows_total, rows)]
+
+    def fetch(i, dma):
+        r0, r1 = tiles[i]
+        return [f"  odl_dma_1d(&{dma}, {_addr(w_sym, r0 * w.pitch)}, (uint32_t){lw[i % 2]}, {(r1 - r0) * w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);",
+                f"  odl_dma_1d(&{dma}, {_addr(g_sym, r0 * gt.pitch)}, (uint32_t){lg[i % 2]}, {(r1 - r0) * gt.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"]
+    g.body += fetch(0, "dpre")
+    for i, (r0, r1) in enumerate(tiles):
+        g.tiles += 1
+        g.body.append("  odl_dma_wait(&dpre);")
+        g.body.append("  odl_dma_wait(&dout);")  # the buffer the next fetch fills must have been written back
+        if i + 1 < len(tiles):
+            g.body += fetch(i + 1, "dpre")
+        g.fork(fn, dst=lw[i % 2], src=lg[i % 2], rows=r1 - r0)
+        g.body.append(f"  odl_dma_1d(&dout, {_addr(w_sym, r0 * w.pitch)}, (uint32_t){lw[i % 2]}, {(r1 - r0) * w.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    if s.bias:
+        b_sym, b = g.tensor_in("b", ins["b"])
+        db_sym, db = g.tensor_in("db", ins["db"])
+        g.l2_out[b_sym] = (b, "b")
+        lb, ldb = g.buf("l1_b", b.pitch * 2), g.buf("l1_db", db.pitch * 2)
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){b_sym}, (uint32_t){lb}, {b.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){db_sym}, (uint32_t){ldb}, {db.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        g.body.append("  odl_dma_wait(&din);")
+        g.fork(g.func(f"  odl_sgd_block((f16 *){lb}, 0, (const f16 *){ldb}, 0, 1, {s.k_out}, {neg2}u);"))
+        g.body.append("  odl_dma_wait(&dout);")
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){b_sym}, (uint32_t){lb}, {b.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+
+
 GENERATORS = {
     ("pw", "fw"): gen_pw_fw,
     ("conv", "fw"): gen_pw_fw,
     ("pw", "ig"): gen_pw_ig,
+    ("conv", "ig"): gen_pw_ig,
     ("pw", "wg"): gen_wg,
     ("conv", "wg"): gen_wg,
     ("linear", "fw"): gen_linear,
@@ -518,6 +610,10 @@ GENERATORS = {
     ("dw", "fw"): gen_dw,
     ("dw", "ig"): gen_dw,
     ("dw", "wg"): gen_dw,
+    ("pw", "update"): gen_update,
+    ("conv", "update"): gen_update,
+    ("linear", "update"): gen_update,
+    ("dw", "update"): gen_update,
 }
 
 

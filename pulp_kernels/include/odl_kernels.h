@@ -497,3 +497,73 @@ static inline void odl_dw_wg(f16 *dw, f16 *db, const f16 *dy, const f16 *x, int 
     dst[c] = pulp_vfcpka_h_s(lo32, hi32);
   }
 }
+
+/* ---------------------------------------------------------------- convolution input gradient */
+
+/* Panel row t = input pixel (ih0 + t / w_in, t % w_in); K index (kh*k + kw)*ko + co holds
+ * dy[oh][ow][co] when the tap reaches that pixel: oh = (ih + pt - kh) / s exactly and in range.
+ * `raw` holds dy rows from oh_base (w_out pixels of `pitch` halves). */
+static inline void odl_pack_dy_cols(uint32_t *dst, const f16 *raw, int rows, int ih0, int oh_base, int w_in, int h_out,
+                                    int w_out, int pitch, int ko, int k, int s, int pt, int pl, int k2) {
+  int lo, hi, blocks = (rows + 3) / 4;
+  odl_chunk(blocks, &lo, &hi);
+  f16 *d16 = (f16 *)dst;
+  for (int b = lo; b < hi; b++) {
+    for (int i = 0; i < 4; i++) {
+      int t = 4 * b + i;
+      f16 *col = d16 + (b * k2 * 4 + i) * 2;
+      int kk = 0;
+      if (t < rows) {
+        int ih = ih0 + t / w_in, iw = t % w_in;
+        for (int kh = 0; kh < k; kh++) {
+          int th = ih + pt - kh, oh = th / s;
+          int okh = th >= 0 && th % s == 0 && oh < h_out;
+          for (int kw = 0; kw < k; kw++) {
+            int tw = iw + pl - kw, ow = tw / s;
+            int ok = okh && tw >= 0 && tw % s == 0 && ow < w_out;
+            const f16 *src = raw + ((oh - oh_base) * w_out + ow) * pitch;
+            for (int co = 0; co < ko; co++, kk++) col[(kk >> 1) * 8 + (kk & 1)] = ok ? src[co] : 0;
+          }
+        }
+      }
+      for (; kk < 2 * k2; kk++) col[(kk >> 1) * 8 + (kk & 1)] = 0;
+    }
+  }
+}
+
+/* Panel row r = input channel n0 + r; K index (kh*k + kw)*ko + co holds W[co][(kh*k + kw)*cin + ci]
+ * (`raw`: the first ko rows of W, `pitch` halves apart). */
+static inline void odl_pack_w_t(uint32_t *dst, const f16 *raw, int rows, int n0, int ko, int taps, int cin, int pitch,
+                                int k2) {
+  int lo, hi, blocks = (rows + 3) / 4;
+  odl_chunk(blocks, &lo, &hi);
+  f16 *d16 = (f16 *)dst;
+  for (int b = lo; b < hi; b++) {
+    for (int i = 0; i < 4; i++) {
+      int r = 4 * b + i;
+      f16 *col = d16 + (b * k2 * 4 + i) * 2;
+      int kk = 0;
+      if (r < rows) {
+        int ci = n0 + r;
+        for (int tap = 0; tap < taps; tap++)
+          for (int co = 0; co < ko; co++, kk++) col[(kk >> 1) * 8 + (kk & 1)] = raw[co * pitch + tap * cin + ci];
+      }
+      for (; kk < 2 * k2; kk++) col[(kk >> 1) * 8 + (kk & 1)] = 0;
+    }
+  }
+}
+
+/* Convolution SGD: row r of W holds taps*cin weights, row r of dW taps*ki gradients (only the first ki
+ * input channels of every tap are updated): w -= lr * g with one fused FP16 rounding (fmadd.h). */
+static inline void odl_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, int cin, int ki,
+                                uint32_t neg_lr) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int t = 0; t < taps; t++)
+      for (int c = 0; c < ki; c++) {
+        uint32_t wv = w[r * wp + t * cin + c], gv = g[r * gp + t * ki + c], out;
+        __asm__("fmadd.h %0, %1, %2, %3" : "=r"(out) : "r"(gv), "r"(neg_lr), "r"(wv));
+        w[r * wp + t * cin + c] = (f16)out;
+      }
+}
