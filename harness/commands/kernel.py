@@ -1,0 +1,118 @@
+"""pulp-odl kernel: generate, build, run and check the training kernels of one layer."""
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import platform as platmod
+from harness.errors import UserError
+from harness.kernels import runner
+from harness.kernels import spec as specmod
+
+NAME = "kernel"
+HELP = "generate, run and check FP16 training kernels of one layer (fw, wg, ig, update)"
+ORDER = 40
+
+
+def _int(name):
+    def conv(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise UserError(f"{name}: '{text}' is not an integer") from None
+        return v
+    return conv
+
+
+def _float(name):
+    def conv(text):
+        try:
+            return float(text)
+        except ValueError:
+            raise UserError(f"{name}: '{text}' is not a number (give a value in (0, 1])") from None
+    return conv
+
+
+def _hw(text):
+    try:
+        parts = [int(x) for x in text.lower().split("x")]
+    except ValueError:
+        raise UserError(f"--hw: '{text}' is not H or HxW (e.g. 16 or 16x8)") from None
+    if len(parts) == 1:
+        parts *= 2
+    if len(parts) != 2:
+        raise UserError(f"--hw: '{text}' is not H or HxW (e.g. 16 or 16x8)")
+    return tuple(parts)
+
+
+def add_arguments(p):
+    p.add_argument("--kind", required=True, choices=specmod.KINDS)
+    p.add_argument("--cin", required=True, type=_int("--cin"))
+    p.add_argument("--cout", required=True, type=_int("--cout"))
+    p.add_argument("--hw", required=True, type=_hw, help="input height and width: H or HxW")
+    p.add_argument("--k", type=_int("--k"), help="kernel size (conv, dw; default 3)")
+    p.add_argument("--stride", type=_int("--stride"), default=1)
+    p.add_argument("--pad", type=_int("--pad"), help="padding on every side (default k//2 for conv, dw)")
+    p.add_argument("--step", required=True, choices=specmod.STEPS + ("all",))
+    p.add_argument("--p", type=_float("--p"), help="partiality for input and output channels")
+    p.add_argument("--p-in", type=_float("--p-in"), help="partiality of the input channels")
+    p.add_argument("--p-out", type=_float("--p-out"), help="partiality of the output-gradient channels")
+    p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM)
+    p.add_argument("--json", action="store_true", help="print one JSON list, one object per step")
+    p.add_argument("--keep", metavar="DIR", help="keep the generated sources and ELF in DIR")
+
+
+def specs_from_args(a) -> list:
+    if a.p is not None and (a.p_in is not None or a.p_out is not None):
+        raise UserError("give either --p or --p-in/--p-out, not both")
+    p_in = a.p if a.p is not None else (a.p_in if a.p_in is not None else 1.0)
+    p_out = a.p if a.p is not None else (a.p_out if a.p_out is not None else p_in)
+    platmod.load(a.platform)
+    steps = specmod.STEPS if a.step == "all" else (a.step,)
+    return [specmod.make(a.kind, a.cin, a.cout, a.hw[0], a.hw[1], st, k=a.k, stride=a.stride, pad=a.pad,
+                         p_in=p_in, p_out=p_out, platform=a.platform) for st in steps]
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    specs = specs_from_args(args)
+    rows = []
+    for sp in specs:
+        work = Path(args.keep) / sp.step if args.keep else None
+        rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep)))
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        _table(rows)
+    bad = [r["step"] for r in rows if not r["ok"]]
+    if bad:
+        print(f"pulp-odl: numeric mismatch in step(s) {', '.join(bad)} (see max_abs_err)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _table(rows):
+    first = rows[0]
+    t = Table(title=f"{first['kind']} {first['cin']}->{first['cout']} at {first['h']}x{first['w']}, "
+                    f"k_in {first['k_in']} k_out {first['k_out']}, {first['platform']}")
+    for col in ("step", "cycles", "MACs", "MAC/cycle", "compute", "DMA wait", "overhead", "tiles", "L1 bytes",
+                "max |err|", "ok"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(r["step"], f"{r['cycles']:,}", f"{r['macs']:,}", f"{r['mac_per_cycle']:.2f}",
+                  f"{r['compute_cycles']:,}", f"{r['dma_wait_cycles']:,}", f"{r['overhead_cycles']:,}",
+                  str(r["tiles"]), f"{r['l1_bytes']:,}", f"{r['max_abs_err']:.2e}", "yes" if r["ok"] else "NO")
+    con = Console(highlight=False, width=max(150, Console().width))
+    con.print(t)
+    stalls = Table(title="stall cycles, all cores")
+    keys = [k for k in rows[0]["stalls"] if any(r["stalls"][k] for r in rows)]
+    stalls.add_column("step")
+    for k in keys:
+        stalls.add_column(k, justify="right")
+    for r in rows:
+        stalls.add_row(r["step"], *[f"{r['stalls'][k]:,}" for k in keys])
+    con.print(stalls)

@@ -1,0 +1,136 @@
+"""Every kernel kind x step, numerically checked against the NumPy reference: several partialities
+(including one that keeps a single channel), odd channel counts, H/W not multiples of the core count,
+stride 2, tiled and untiled runs, and bad specs rejected with one-line errors."""
+import pytest
+
+from harness.errors import UserError
+from harness.kernels import runner
+from harness.kernels import spec as specmod
+from tests.conftest import needs_clang
+
+pytestmark = needs_clang
+
+P_VALUES = (1.0, 0.9, 0.7, 0.6)
+
+# (kind, cin, cout, h, w, extra)
+LAYERS = {
+    "pw": ("pw", 21, 35, 5, 3, {}),
+    "conv": ("conv", 3, 10, 9, 11, {"k": 3, "stride": 2}),
+    "dw": ("dw", 23, 23, 7, 9, {"stride": 2}),
+    "dw_s1": ("dw", 17, 17, 6, 5, {"stride": 1}),
+    "linear": ("linear", 105, 13, 1, 1, {}),
+}
+
+
+def _run(kind, cin, cout, h, w, step, platform="pulp-open", **kw):
+    sp = specmod.make(kind, cin, cout, h, w, step, platform=platform, **kw)
+    r = runner.run_spec(sp)
+    assert r["ok"], (sp.name, r["outputs"])
+    assert r["cycles"] > 0 and r["compute_cycles"] > 0
+    return r
+
+
+@pytest.mark.parametrize("step", specmod.STEPS)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+@pytest.mark.parametrize("p", P_VALUES)
+def test_every_kind_and_step(layer, step, p):
+    kind, cin, cout, h, w, extra = LAYERS[layer]
+    r = _run(kind, cin, cout, h, w, step, p_in=p, **extra)
+    sp = specmod.make(kind, cin, cout, h, w, step, p_in=p, **extra)
+    assert r["macs"] == sp.macs()
+    if step in ("wg", "ig") and p < 1:
+        dense = specmod.make(kind, cin, cout, h, w, step, p_in=1.0, **extra)
+        assert r["macs"] < dense.macs()
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+@pytest.mark.parametrize("step", ("wg", "ig", "update"))
+def test_partiality_keeping_one_channel(layer, step):
+    kind, cin, cout, h, w, extra = LAYERS[layer]
+    p = 0.5 / max(cin, cout)  # rounds to 0 channels, kept at the minimum of 1
+    r = _run(kind, cin, cout, h, w, step, p_in=p, **extra)
+    assert r["k_in"] == 1 and (kind == "dw" or r["k_out"] == 1)
+
+
+@pytest.mark.parametrize("step", ("fw", "wg", "ig"))
+def test_separate_p_in_and_p_out(step):
+    r = _run("pw", 125, 211, 3, 5, step, p_in=0.6, p_out=0.9, platform="paper")
+    assert (r["k_in"], r["k_out"]) == (75, 190)
+
+
+@pytest.mark.parametrize("kind,cin,cout,h,w,step,extra", [
+    ("pw", 96, 100, 8, 8, "fw", {}),
+    ("pw", 96, 100, 8, 8, "ig", {}),
+    ("pw", 64, 64, 16, 16, "wg", {}),
+    ("conv", 3, 24, 40, 40, "fw", {"k": 3, "stride": 2}),
+    ("conv", 3, 24, 40, 40, "wg", {"k": 3, "stride": 2}),
+    ("dw", 144, 144, 16, 16, "fw", {"stride": 2}),
+    ("dw", 64, 64, 16, 16, "wg", {}),
+    ("linear", 256, 256, 1, 1, "fw", {}),
+    ("linear", 256, 256, 1, 1, "ig", {}),
+    ("pw", 96, 576, 4, 4, "update", {"p_in": 0.7}),
+])
+def test_tiled_layers(kind, cin, cout, h, w, step, extra):
+    """Working sets larger than pulp-open's L1: several tiles, double-buffered DMA, same numbers."""
+    r = _run(kind, cin, cout, h, w, step, **extra)
+    assert r["tiles"] > 1
+    from harness import platform as platmod
+    from harness.kernels.plan import l1_budget
+
+    assert r["l1_bytes"] <= l1_budget(platmod.load("pulp-open"))
+
+
+@pytest.mark.parametrize("args,words", [
+    (dict(kind="pw", cin=8, cout=8, h=4, w=4, step="fw", p_in=0.0), "partiality p must be in (0, 1]"),
+    (dict(kind="pw", cin=8, cout=8, h=4, w=4, step="fw", p_in=1.2), "partiality p must be in (0, 1]"),
+    (dict(kind="pw", cin=0, cout=8, h=4, w=4, step="fw"), "--cin must be a positive integer"),
+    (dict(kind="conv", cin=3, cout=8, h=2, w=2, step="fw", k=5, pad=0), "larger than the padded input"),
+    (dict(kind="dw", cin=8, cout=9, h=4, w=4, step="fw"), "C_in = C_out"),
+    (dict(kind="linear", cin=8, cout=9, h=4, w=4, step="fw"), "one vector"),
+    (dict(kind="conv2", cin=8, cout=9, h=4, w=4, step="fw"), "unknown kernel kind"),
+    (dict(kind="pw", cin=8, cout=9, h=4, w=4, step="bw"), "unknown step"),
+])
+def test_bad_specs(args, words):
+    with pytest.raises(UserError, match=".*") as e:
+        specmod.make(**args)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_layer_that_cannot_be_tiled():
+    sp = specmod.make("dw", 8, 8, 200, 200, "fw")  # one channel pair of a 200x200 map is more than L1
+    with pytest.raises(UserError, match="cannot be tiled"):
+        runner.run_spec(sp)
+
+
+def test_kernel_cli_json_and_exit_codes(capsys):
+    import json
+
+    from harness.cli import main
+
+    assert main(["kernel", "--kind", "dw", "--cin", "6", "--cout", "6", "--hw", "5x4", "--stride", "2",
+                 "--step", "all", "--p", "0.7", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["step"] for r in rows] == ["fw", "wg", "ig", "update"]
+    for r in rows:
+        for key in ("step", "cycles", "macs", "mac_per_cycle", "max_abs_err", "ok"):
+            assert key in r
+        assert r["ok"]
+    assert main(["kernel", "--kind", "pw", "--cin", "4", "--cout", "4", "--hw", "2", "--step", "fw",
+                 "--p", "0.5", "--p-in", "0.5"]) == 2
+    assert "either --p or" in capsys.readouterr().err
+
+
+def test_a_wrong_kernel_fails_the_check(monkeypatch):
+    """The check is real: perturb the reference and the same run must be reported as a mismatch."""
+    from harness.kernels import reference
+
+    orig = reference.expected
+
+    def off(spec, ins):
+        out = orig(spec, ins)
+        y, mag = out["y"]
+        out["y"] = (y + 0.01, mag)
+        return out
+    monkeypatch.setattr(reference, "expected", off)
+    sp = specmod.make("pw", 8, 8, 2, 2, "fw")
+    assert runner.run_spec(sp)["ok"] is False
