@@ -45,6 +45,27 @@ def write_sources(prog: codegen.Program, outdir: Path) -> list[Path]:
     return [c, s]
 
 
+def _source_hash(prog: codegen.Program) -> str:
+    h = hashlib.sha256(prog.c.encode() + prog.asm.encode())
+    for sym in sorted(prog.inputs):
+        h.update(sym.encode())
+        h.update(prog.inputs[sym].astype("<u2").tobytes())
+    for path in sorted(KERNEL_INCLUDE.glob("*.h")):
+        if path.name != "pulp_isa.h":  # generated from the ISA table, whose hash is in the simulator version
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def provenance(spec: KernelSpec) -> dict:
+    """Everything a kernel result depends on, without building or running it: the key of cached rows."""
+    plat = platmod.load(spec.platform)
+    ins = reference.make_inputs(spec)
+    prog = codegen.generate(spec, plat, ins)
+    tc = toolchain.find()
+    return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.sha256,
+            "simulator": embedded.version(), "backend": "embedded"}
+
+
 def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) -> dict:
     plat = platmod.load(spec.platform)
     ins = reference.make_inputs(spec)
@@ -66,7 +87,7 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) 
             for sym in prog.inputs:
                 reads[sym] = (program.symbols[sym], prog.inputs[sym].size * 2)
         res = embedded.run(elf, plat, read=reads)
-        src_hash = hashlib.sha256(prog.c.encode() + prog.asm.encode()).hexdigest()
+        src_hash = _source_hash(prog)
     finally:
         if tmp is not None and not keep:
             tmp.cleanup()
@@ -74,8 +95,10 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) 
 
 
 def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
+    plat = platmod.load(spec.platform)
     row = {"kernel": spec.name, "step": spec.step, **spec.as_dict(), "backend": res["backend"],
-           "simulator": res["simulator"], "source_sha256": src_hash, "l1_bytes": prog.l1_bytes, "tiles": prog.tiles}
+           "simulator": res["simulator"], "source_sha256": src_hash, "platform_sha256": plat.sha256,
+           "toolchain": toolchain.find().describe(), "l1_bytes": prog.l1_bytes, "tiles": prog.tiles}
     if res["status"] != "exit" or res["exit_code"] != 0:
         f = res.get("fault") or {}
         raise UserError(f"{spec.name}: the kernel program did not finish ({res['status']}: {f.get('kind', '')} {f.get('detail', '')})")

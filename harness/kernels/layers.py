@@ -1,0 +1,35 @@
+"""From network layers to kernel specs: which kernels one layer's training step runs.
+
+Weight layers map onto the four kernel kinds: 1x1 convs -> pw (SE 1x1 convs on the pooled 1x1 map and
+the classifier -> linear), depthwise -> dw, full k x k convs -> conv. BatchNorm folds into a bias."""
+from __future__ import annotations
+
+from harness.kernels.spec import KernelSpec, make
+from harness.nets import Layer
+
+KIND = {"pointwise": "pw", "depthwise": "dw", "conv3x3": "conv", "linear": "linear",
+        "se_reduce": "linear", "se_expand": "linear"}
+
+
+def layer_spec(layer: Layer, step: str, p_in: float = 1.0, p_out: float = 1.0,
+               platform: str = "pulp-open") -> KernelSpec:
+    kind = KIND[layer.kind]
+    bias = bool(layer.bias or layer.bn_after)
+    if kind == "linear":
+        return make("linear", layer.c_in, layer.c_out, 1, 1, step, p_in=p_in, p_out=p_out, platform=platform, bias=bias)
+    if kind == "pw":
+        if layer.stride != 1:
+            raise ValueError(f"{layer.name}: strided 1x1 convs are not supported")
+        return make("pw", layer.c_in, layer.c_out, layer.h_in, layer.w_in, step, p_in=p_in, p_out=p_out,
+                    platform=platform, bias=bias)
+    p_out = p_in if kind == "dw" else p_out
+    return make(kind, layer.c_in, layer.c_out, layer.h_in, layer.w_in, step, k=layer.kernel, stride=layer.stride,
+                pad=tuple(layer.pad), p_in=p_in, p_out=p_out, platform=platform, bias=bias)
+
+
+def training_steps(trainable: bool, first_trained: bool) -> tuple:
+    """Steps a layer runs per sample: frozen layers only forward; the first trained layer needs no
+    input gradient (nothing before it learns)."""
+    if not trainable:
+        return ("fw",)
+    return ("fw", "wg", "update") if first_trained else ("fw", "wg", "ig", "update")
