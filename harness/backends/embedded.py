@@ -37,7 +37,8 @@ def simulator():
 
 def version() -> str:
     from harness import __version__
-    return f"pulpsim-{__version__}+isa.{simulator().ISA_SHA256[:12]}"
+    sim = simulator()
+    return f"pulpsim-{__version__}+isa.{sim.ISA_SHA256[:12]}.src.{sim.SOURCE_SHA256[:12]}"
 
 
 def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None,

@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.errors import UserError
 from harness.kernels import plan as planmod
-from harness.kernels.microkernel import mm4x4
+from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.spec import KernelSpec, cp
 from harness.kernels.tensors import TensorInfo, info, to_image, weight_shape
 from harness.platform import Platform
@@ -625,5 +625,5 @@ def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
     GENERATORS[key](g, ins)
     if g.l1_total() > planmod.l1_budget(plat):
         raise UserError(f"{spec.name}: needs {g.l1_total()} bytes of L1, {planmod.l1_budget(plat)} available on {plat.name}")
-    return Program(spec=spec, c=g.render(), asm=mm4x4(), inputs=g.l2_in,
+    return Program(spec=spec, c=g.render(), asm=asm_kernels(), inputs=g.l2_in,
                    outputs={sym: v for sym, v in g.l2_out.items()}, l1_bytes=g.l1_total(), tiles=g.tiles)

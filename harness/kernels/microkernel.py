@@ -14,6 +14,74 @@ BREG = ["a5", "a6", "a7", "ra"]
 SAVED = ["ra"] + [f"s{i}" for i in range(12)]
 
 
+def _body() -> list:
+    body = []
+    for r in AREG:
+        body.append(asm.line("p_lw_postinc_imm", rd=r, rs1="a0", imm_i=4))
+    for r in BREG:
+        body.append(asm.line("p_lw_postinc_imm", rd=r, rs1="a1", imm_i=4))
+    for i in range(4):
+        for j in range(4):
+            body.append(asm.line("vfdotpex_s_h", rd_acc=ACC[4 * i + j], rs1=AREG[i], rs2=BREG[j]))
+    return body
+
+
+def _func(name: str, inner: list, epilogue: list) -> list:
+    body = _body()
+    end_off = 2 * len(body)  # LPEND: the body's last instruction, in halfwords from lp.setup
+    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+           "    .balign 4", f"{name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{4 * 16}"]
+    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += inner
+    out += [f"    li {r}, 0" for r in ACC]
+    out.append("    beqz a2, 1f")
+    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
+    out += ["    " + b for b in body]
+    out.append("1:")
+    out += epilogue
+    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    addi sp, sp, {4 * 16}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
+    return out
+
+
+def mm4x4_store() -> list:
+    """odl_mm4x4_st(ap, bp, k2, c, pitch_bytes, bias): the block goes straight to FP16 rows of C, the 4
+    FP32 biases (zeros when the layer has none) added before the one rounding (vfcpka.h.s)."""
+    bias = [BREG[0], BREG[1], BREG[2], AREG[0]]
+    t1, t2 = AREG[1], AREG[2]
+    epi = [f"    lw {t1}, 56(sp)", "    lw a4, 52(sp)"] + [f"    lw {bias[j]}, {4 * j}({t1})" for j in range(4)]
+    for i in range(4):
+        for half in range(2):
+            a, b = ACC[4 * i + 2 * half], ACC[4 * i + 2 * half + 1]
+            epi += [f"    fadd.s {t1}, {a}, {bias[2 * half]}, rne", f"    fadd.s {t2}, {b}, {bias[2 * half + 1]}, rne",
+                    "    " + asm.line("vfcpka_h_s", rd=t1, rs1=t1, rs2=t2), f"    sw {t1}, {4 * half}(a3)"]
+        epi.append("    add a3, a3, a4")
+    inner = ["    sw a4, 52(sp)", "    sw a5, 56(sp)"]
+    return _func("odl_mm4x4_st", inner, epi)
+
+
+def pack4() -> list:
+    """odl_pack4(dst, src, k2, pitch_bytes): 4 rows of k2 words into one panel (2 instructions a word)."""
+    body = [asm.line("p_lw_postinc_imm", rd="t0", rs1="a1", imm_i=4),
+            asm.line("p_lw_postinc_imm", rd="t1", rs1="a4", imm_i=4),
+            asm.line("p_lw_postinc_imm", rd="t2", rs1="a5", imm_i=4),
+            asm.line("p_lw_postinc_imm", rd="t3", rs1="a6", imm_i=4),
+            asm.line("p_sw_postinc_imm", rs2="t0", rs1="a0", imm_s=4),
+            asm.line("p_sw_postinc_imm", rs2="t1", rs1="a0", imm_s=4),
+            asm.line("p_sw_postinc_imm", rs2="t2", rs1="a0", imm_s=4),
+            asm.line("p_sw_postinc_imm", rs2="t3", rs1="a0", imm_s=4)]
+    return ["    .section .text.odl_pack4, \"ax\"", "    .globl odl_pack4", "    .type odl_pack4, @function",
+            "    .balign 4", "odl_pack4:", "    .option push", "    .option norvc",
+            "    add a4, a1, a3", "    add a5, a4, a3", "    add a6, a5, a3", "    beqz a2, 1f",
+            "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]\
+        + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_pack4, . - odl_pack4", ""]
+
+
+def kernels() -> str:
+    """All generated assembly routines of the kernel library."""
+    return mm4x4() + "\n" + "\n".join(mm4x4_store()) + "\n" + "\n".join(pack4())
+
+
 def mm4x4() -> str:
     body = []
     for r in AREG:

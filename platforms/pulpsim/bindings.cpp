@@ -51,6 +51,7 @@ static py::dict core_events(const Core& c) {
 PYBIND11_MODULE(_pulpsim, m) {
   m.doc() = "Cycle-level PULP MCU simulator";
   m.attr("ISA_SHA256") = isa_table_sha256;
+  m.attr("SOURCE_SHA256") = PULPSIM_SOURCE_SHA256;
   m.def("disasm", &disasm, py::arg("word"), py::arg("pc") = 0, py::arg("fp_separate") = false);
   m.def(
       "decode_name",

@@ -19,6 +19,11 @@ typedef uint16_t f16;
 
 /* The generated micro-kernel: out[4*i + j] = sum_kk dot(A-panel row i, B-panel row j) in FP32. */
 void odl_mm4x4(const uint32_t *ap, const uint32_t *bp, uint32_t k2, float *out);
+/* The same block written straight to FP16 rows of C (`pitch_bytes` apart) after adding 4 FP32 biases. */
+void odl_mm4x4_st(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, const float *bias4);
+/* Pack 4 rows (`pitch_bytes` apart, k2 words each) into one panel: 2 instructions per word. */
+void odl_pack4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
+static const float odl_zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
 static inline uint32_t odl_f32_bits(float f) {
   uint32_t u;
@@ -52,6 +57,10 @@ static inline void odl_pack_rows(uint32_t *dst, const f16 *src, int rows, int bl
   odl_chunk(blocks, &lo, &hi);
   for (int b = lo; b < hi; b++) {
     uint32_t *d = dst + b * k2 * 4;
+    if (4 * b + 3 < rows) {
+      odl_pack4(d, src + 4 * b * pitch, (uint32_t)k2, (uint32_t)pitch * 2);
+      continue;
+    }
     for (int i = 0; i < 4; i++) {
       int r = 4 * b + i;
       if (r < rows) {
@@ -88,24 +97,33 @@ static inline void odl_pack_cols(uint32_t *dst, const f16 *src, int rows, int bl
  * even with a zero pad column. Blocks of 4x4 outputs are dealt out to the cores round-robin. */
 static inline void odl_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch,
                               const float *bias) {
-  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores();
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id(), turn = 0;
   float acc[16];
-  for (int blk = pi_core_id(); blk < mb * nb; blk += nc) {
-    int bm = blk / nb, bn = blk % nb;
-    odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
-    for (int i = 0; i < 4; i++) {
-      int r = 4 * bm + i;
-      if (r >= m) break;
-      uint32_t *row = (uint32_t *)(c + r * pitch);
-      for (int j = 0; j < 4; j += 2) {
-        int col = 4 * bn + j;
-        if (col >= n) break;
-        float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
-        if (bias) {
-          v0 += bias[col];
-          if (col + 1 < n) v1 += bias[col + 1];
+  for (int bm = 0; bm < mb; bm++) {
+    for (int bn = 0; bn < nb; bn++) {
+      int mine = turn == id;
+      if (++turn == nc) turn = 0;
+      if (!mine) continue;
+      const uint32_t *a = ap + bm * k2 * 4, *b = bp + bn * k2 * 4;
+      if (4 * bm + 3 < m && 4 * bn + 3 < n) {  /* a full block: stored by the micro-kernel itself */
+        odl_mm4x4_st(a, b, (uint32_t)k2, c + 4 * bm * pitch + 4 * bn, (uint32_t)pitch * 2, bias ? bias + 4 * bn : odl_zero4);
+        continue;
+      }
+      odl_mm4x4(a, b, (uint32_t)k2, acc);
+      for (int i = 0; i < 4; i++) {
+        int r = 4 * bm + i;
+        if (r >= m) break;
+        uint32_t *row = (uint32_t *)(c + r * pitch);
+        for (int j = 0; j < 4; j += 2) {
+          int col = 4 * bn + j;
+          if (col >= n) break;
+          float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
+          if (bias) {
+            v0 += bias[col];
+            if (col + 1 < n) v1 += bias[col + 1];
+          }
+          row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
         }
-        row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
       }
     }
   }
@@ -200,10 +218,13 @@ static inline void odl_fork(void (*fn)(void *), void *arg) {
 /* FP32 accumulation variant of odl_matmul: acc[r][col] += (A.B^T)[r][col], acc rows `apitch` floats. */
 static inline void odl_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm,
                                   int apitch) {
-  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores();
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id(), turn = 0;
   float acc[16];
-  for (int blk = pi_core_id(); blk < mb * nb; blk += nc) {
-    int bm = blk / nb, bn = blk % nb;
+  for (int bm = 0; bm < mb; bm++)
+  for (int bn = 0; bn < nb; bn++) {
+    int mine = turn == id;
+    if (++turn == nc) turn = 0;
+    if (!mine) continue;
     odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
     for (int i = 0; i < 4; i++) {
       int r = 4 * bm + i;
