@@ -369,7 +369,7 @@ def gen_wg(g: _Gen, ins: dict):
     colsum = f"\n  odl_colsum_acc({db32} + T->aux2, (const f16 *)T->src, T->aux, T->pitch, T->rows);" if s.bias else ""
     fn_a = g.func(pack_a + colsum)
     if conv:
-        fn_b = g.func(f"  odl_pack_im2col_t({bp}, (const f16 *)T->src, T->rows, T->aux2, T->aux, T->cols, T->pitch, "
+        fn_b = g.func(f"  odl_pack_im2col_t({bp}, (const f16 *)T->src, T->rows, T->aux2, T->aux, (int)(uintptr_t)T->dst, T->pitch, "
                       f"{w_out}, {s.h}, {s.w}, {xs.pitch}, {s.k_in}, {s.k}, {s.stride}, {s.pad[2]}, {s.pad[0]});\n"
                       f"  pi_cl_team_barrier();\n"
                       f"  odl_matmul_acc({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, {acc}, {tn});")
@@ -377,13 +377,19 @@ def gen_wg(g: _Gen, ins: dict):
         fn_b = g.func(f"  odl_pack_cols({bp}, (const f16 *)T->src, T->rows, (T->rows + 3) / 4, T->aux, T->pitch);\n"
                       f"  pi_cl_team_barrier();\n"
                       f"  odl_matmul_acc({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, {acc}, {tn});")
+    single_k = len(p.k_tiles) == 1
+    if single_k:  # no accumulation across pixel tiles: the micro-kernel writes FP16 rows itself
+        opitch = cp(tn) if len(p.n_tiles) > 1 else dwt.pitch
+        g.funcs[-1] = g.funcs[-1].replace(f"odl_matmul_acc({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, {acc}, {tn});",
+                                          f"odl_matmul({ap}, {bp}, T->src2 ? ((const odl_tile_t *)T->src2)->rows : 0, T->rows, (T->aux + 1) / 2, (f16 *){outb}, T->cols, 0);")
     fn_zero = g.func(f"  odl_zero_f32({acc}, T->rows);")
     fn_narrow = g.func(f"  odl_narrow_rows({outb}, T->pitch, {acc}, {tn}, T->rows, T->cols);")
     for m0, m1 in p.m_tiles:
         tm_ = m1 - m0
         for n0, n1 in p.n_tiles:
             tn_ = n1 - n0
-            g.fork(fn_zero, rows=tm * tn)
+            if not single_k:
+                g.fork(fn_zero, rows=tm * tn)
             for k0, k1 in p.k_tiles:
                 g.tiles += 1
                 tk_ = k1 - k0
@@ -403,13 +409,15 @@ def gen_wg(g: _Gen, ins: dict):
                     g.body.append("    odl_fork(" + fn_a + ", (void *)&ta);")
                 else:
                     g.body.append("    odl_fork(" + g.func(pack_a) + ", (void *)&ta);")
-                if conv:
-                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .cols = {k0 // w_out}, "
-                                  f".aux = {tk_}, .aux2 = {n0}, .pitch = {ih0} }};")
+                opitch = cp(tn_) if len(p.n_tiles) > 1 else dwt.pitch
+                if conv:  # .cols carries the output pitch when the micro-kernel stores directly
+                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .cols = {opitch if single_k else k0 // w_out}, "
+                                  f".aux = {tk_}, .aux2 = {n0}, .pitch = {ih0}, .dst = (void *){k0 // w_out} }};")
                 else:
-                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .aux = {tk_}, .pitch = {cp(tn_)} }};")
+                    g.body.append(f"    static const odl_tile_t tb = {{ .src = {braw}, .src2 = &ta, .rows = {tn_}, .cols = {opitch}, .aux = {tk_}, .pitch = {cp(tn_)} }};")
                 g.body.append(f"    odl_fork({fn_b}, (void *)&tb); }}")
-            g.fork(fn_narrow, rows=tm_, cols=tn_, pitch=cp(tn_) if len(p.n_tiles) > 1 else dwt.pitch)
+            if not single_k:
+                g.fork(fn_narrow, rows=tm_, cols=tn_, pitch=cp(tn_) if len(p.n_tiles) > 1 else dwt.pitch)
             if len(p.n_tiles) == 1:
                 g.body.append(f"  odl_dma_1d(&dout, {_addr(dw_sym, m0 * dwt.pitch)}, (uint32_t){outb}, {tm_ * dwt.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
             else:

@@ -29,14 +29,18 @@ def _body() -> list:
 def _func(name: str, inner: list, epilogue: list) -> list:
     body = _body()
     end_off = 2 * len(body)  # LPEND: the body's last instruction, in halfwords from lp.setup
+    # Compressed encodings outside the loop keep the routine small for the cores' 512-byte L0 caches;
+    # the loop body is kept uncompressed so that its end offset is known exactly.
     out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
-           "    .balign 4", f"{name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{4 * 16}"]
+           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{4 * 16}"]
     out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
     out += inner
     out += [f"    li {r}, 0" for r in ACC]
     out.append("    beqz a2, 1f")
+    out.append("    .option norvc")
     out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
     out += ["    " + b for b in body]
+    out.append("    .option rvc")
     out.append("1:")
     out += epilogue
     out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]

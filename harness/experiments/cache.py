@@ -1,0 +1,161 @@
+"""The result cache: one JSON file per kernel result row, keyed by everything the row depends on.
+
+    results/cache/rows/<key>.json           {"key", "spec", "provenance", "seconds", "row"}
+    results/cache/provenance/<tree>.json    spec id -> provenance, for one state of the source tree
+
+key = sha256 of the spec (KernelSpec.as_dict) and its provenance: harness.kernels.runner.provenance
+(generated source and input data, toolchain, platform file, simulator, backend) plus two items it
+does not cover but the ELF depends on: the runtime sources compiled into every kernel program
+(pulp_kernels/runtime/) and the compiler flags for the platform. Any change to any of them gives a
+new key, so a stale row is never returned; old rows simply stop being read (`rm -rf results/cache`
+clears them).
+
+Computing a provenance generates the kernel program and asks the compiler for its version (about
+25 ms), which for a thousand kernels is most of a cached rerun. The provenance file memoises it per
+"tree digest": a hash of every file the generator, toolchain wrapper and runtime read (harness/,
+pulp_kernels/, platforms/*.toml, isa/), the Python and NumPy versions, the toolchain and the
+simulator version. Editing any of those files starts a new memo; the rows stay valid wherever the
+recomputed provenance is unchanged.
+
+Every file is written to a temporary name in its directory and renamed over the target
+(os.replace), so a killed run leaves whole files or none. A file that does not parse, or does not
+hold what its name promises, is ignored and recomputed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as pyplatform
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from harness import ROOT, toolchain
+from harness import platform as platmod
+from harness.kernels.spec import KernelSpec
+
+SCHEMA = 1
+INDEX_KEEP = 4          # provenance memos kept (newest first); older ones are deleted
+_TREE = (("harness", ("*.py",)), ("pulp_kernels", ("*.c", "*.h", "*.S", "*.j2")), ("platforms", ("*.toml",)),
+         ("isa", ("*",)))
+_GENERATED = {"pulp_isa.h"}   # written from isa/ at build time, already covered by isa/
+
+
+def results_root() -> Path:
+    return Path(os.environ.get("PULP_ODL_RESULTS", ROOT / "results"))
+
+
+def canonical(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def spec_id(spec: KernelSpec) -> str:
+    return sha256(canonical(spec.as_dict()))[:24]
+
+
+def row_key(spec: KernelSpec, provenance: dict) -> str:
+    return sha256(canonical({"spec": spec.as_dict(), "provenance": provenance}))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _files_digest(paths) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p.relative_to(ROOT)).encode() + b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _tree_files() -> list[Path]:
+    files = set()
+    for top, patterns in _TREE:
+        for pat in patterns:
+            for p in (ROOT / top).rglob(pat):
+                if p.is_file() and "__pycache__" not in p.parts and p.name not in _GENERATED \
+                        and not (top == "platforms" and "pulpsim" in p.parts):
+                    files.add(p)
+    return sorted(files)
+
+
+@lru_cache(maxsize=None)
+def runtime_extras(platform: str) -> dict:
+    """What every kernel ELF of `platform` depends on besides runner.provenance: runtime sources
+    and the compiler flags."""
+    from harness import runtime
+    plat = platmod.load(platform)
+    runtime_files = sorted(p for p in runtime.RUNTIME_DIR.iterdir() if p.is_file())
+    return {"runtime_sha256": _files_digest(runtime_files),
+            "build_flags": " ".join(toolchain.flags(toolchain.find(), plat, "2"))}
+
+
+def tree_digest(toolchain_desc: str, simulator: str) -> str:
+    import numpy
+    return sha256(canonical({"files": _files_digest(_tree_files()), "python": pyplatform.python_version(),
+                             "numpy": numpy.__version__, "toolchain": toolchain_desc, "simulator": simulator,
+                             "schema": SCHEMA}))
+
+
+def full_provenance(spec: KernelSpec) -> dict:
+    """runner.provenance plus runtime_extras: the whole cache key besides the spec."""
+    from harness.kernels import runner
+    return {**runner.provenance(spec), **runtime_extras(spec.platform)}
+
+
+class Cache:
+    def __init__(self, root: Path | None = None):
+        self.root = Path(root) if root is not None else results_root() / "cache"
+        self.rows_dir = self.root / "rows"
+        self.index_dir = self.root / "provenance"
+
+    # ---- rows ----
+    def row_path(self, key: str) -> Path:
+        return self.rows_dir / f"{key}.json"
+
+    def load(self, key: str) -> dict | None:
+        """The cached entry for `key`, or None when absent, truncated or not what the name promises."""
+        try:
+            entry = json.loads(self.row_path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != key:
+            return None
+        row = entry.get("row")
+        if not isinstance(row, dict) or row.get("ok") is not True or not isinstance(row.get("cycles"), int):
+            return None
+        return entry
+
+    def store(self, key: str, spec: KernelSpec, provenance: dict, row: dict, seconds: float) -> dict:
+        entry = {"schema": SCHEMA, "key": key, "spec": spec.as_dict(), "provenance": provenance,
+                 "seconds": round(seconds, 3), "row": row}
+        write_atomic(self.row_path(key), json.dumps(entry))
+        return entry
+
+    # ---- provenance memo ----
+    def load_index(self, digest: str) -> dict:
+        try:
+            index = json.loads((self.index_dir / f"{digest}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return index if isinstance(index, dict) else {}
+
+    def store_index(self, digest: str, index: dict) -> None:
+        write_atomic(self.index_dir / f"{digest}.json", json.dumps(index, sort_keys=True))
+        memos = sorted(self.index_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in memos[INDEX_KEEP:]:
+            old.unlink(missing_ok=True)

@@ -1,0 +1,218 @@
+"""Experiments as data: experiments/<name>.toml, loaded and validated into an Experiment.
+
+Two kinds (docs/experiments.md has the full schema):
+
+* `latency`: [[sweep]] tables, each one network x datasets x replay layer_ids x p values; every point
+  becomes a row of the latency table (memory, backward latency per sample, task latencies).
+* `kernels`: [[kernel]] tables, each one layer geometry (kind, cin, cout, hw, k, stride, pad) run at
+  every step and p of the experiment (or of the table, which may override both).
+
+Both name their platforms in [experiment] platforms (default: pulp-open); `--platform` overrides.
+A bad file is a one-line UserError naming the file and the key.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import ROOT
+from harness import platform as platmod
+from harness.errors import UserError
+from harness.kernels import spec as kspec
+from harness.nets import dataset_spec, net_spec
+from harness.partial import kept_channels
+
+EXPERIMENT_DIR = ROOT / "experiments"
+KINDS = ("latency", "kernels")
+
+_TOP = {"experiment", "sweep", "kernel"}
+_EXPERIMENT = {"description", "kind", "platforms", "steps", "p"}
+_SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl"}
+_KERNEL = {"kind", "cin", "cout", "hw", "k", "stride", "pad", "steps", "p"}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    net: str
+    datasets: tuple[str, ...]
+    layer_ids: tuple[int, ...]
+    p: tuple[float, ...]
+    network: dict = field(default_factory=dict, hash=False, compare=False)   # build_network overrides
+    cl: dict = field(default_factory=dict, hash=False, compare=False)        # cl_params overrides
+
+    @property
+    def label(self) -> str:
+        """The network's name in result rows; non-default hyper-parameters are spelled out."""
+        if not self.network:
+            return self.net
+        return f"{self.net}({','.join(f'{k}={v}' for k, v in sorted(self.network.items()))})"
+
+
+@dataclass(frozen=True)
+class KernelGeometry:
+    kind: str
+    cin: int
+    cout: int
+    h: int
+    w: int
+    k: int | None = None
+    stride: int = 1
+    pad: int | tuple | None = None
+    steps: tuple[str, ...] = ()
+    p: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    path: Path
+    kind: str
+    description: str
+    platforms: tuple[str, ...]
+    sweeps: tuple[Sweep, ...] = ()
+    kernels: tuple[KernelGeometry, ...] = ()
+
+    def with_platforms(self, platforms: tuple[str, ...]) -> "Experiment":
+        return Experiment(self.name, self.path, self.kind, self.description, platforms, self.sweeps, self.kernels)
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in EXPERIMENT_DIR.glob("*.toml"))
+
+
+def resolve(name_or_path: str) -> Path:
+    """experiments/<name>.toml, or a path to a .toml file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise UserError(f"experiment file {path} not found")
+        return path
+    path = EXPERIMENT_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise UserError(f"unknown experiment '{name_or_path}'; choose one of: {', '.join(available())} "
+                        "(or give a path to a .toml file)")
+    return path
+
+
+def load(name_or_path: str) -> Experiment:
+    path = resolve(name_or_path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from None
+    where = str(path)
+    _keys(where, "the top level", raw, _TOP)
+    head = raw.get("experiment")
+    if not isinstance(head, dict):
+        raise UserError(f"{where}: missing the [experiment] table")
+    _keys(where, "[experiment]", head, _EXPERIMENT)
+    kind = head.get("kind")
+    if kind not in KINDS:
+        raise UserError(f"{where}: [experiment] kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    platforms = tuple(_list(where, "[experiment] platforms", head.get("platforms", [platmod.DEFAULT_PLATFORM]), str))
+    for plat in platforms:
+        platmod.load(plat)  # one-line error naming the valid platforms
+    common = dict(name=path.stem, path=path, kind=kind, description=str(head.get("description", "")),
+                  platforms=platforms)
+    if kind == "latency":
+        if "kernel" in raw or "steps" in head or "p" in head:
+            raise UserError(f"{where}: a latency experiment takes [[sweep]] tables (with their own p), "
+                            "not [[kernel]] tables or [experiment] steps/p")
+        sweeps = raw.get("sweep")
+        if not isinstance(sweeps, list) or not sweeps:
+            raise UserError(f"{where}: a latency experiment needs at least one [[sweep]] table")
+        return Experiment(**common, sweeps=tuple(_sweep(where, i, s) for i, s in enumerate(sweeps, 1)))
+    if "sweep" in raw:
+        raise UserError(f"{where}: a kernels experiment takes [[kernel]] tables, not [[sweep]]")
+    tables = raw.get("kernel")
+    if not isinstance(tables, list) or not tables:
+        raise UserError(f"{where}: a kernels experiment needs at least one [[kernel]] table")
+    steps = _steps(where, "[experiment] steps", head.get("steps", list(kspec.STEPS)))
+    ps = _ps(where, "[experiment] p", head.get("p", [1.0]))
+    return Experiment(**common, kernels=tuple(_kernel(where, i, t, steps, ps) for i, t in enumerate(tables, 1)))
+
+
+def _keys(where: str, table: str, d: dict, valid: set) -> None:
+    unknown = sorted(set(d) - valid)
+    if unknown:
+        raise UserError(f"{where}: unknown key '{unknown[0]}' in {table}; valid: {', '.join(sorted(valid))}")
+
+
+def _list(where: str, what: str, v, typ) -> list:
+    if not isinstance(v, list) or not v:
+        raise UserError(f"{where}: {what} must be a non-empty list, got {v!r}")
+    for x in v:
+        ok = isinstance(x, typ) and not isinstance(x, bool)
+        if typ is float:
+            ok = isinstance(x, (int, float)) and not isinstance(x, bool)
+        if not ok:
+            raise UserError(f"{where}: {what} holds {x!r}, expected {typ.__name__} values")
+    if len(set(v)) != len(v):
+        raise UserError(f"{where}: {what} repeats a value: {v!r}")
+    return v
+
+
+def _ps(where: str, what: str, v) -> tuple[float, ...]:
+    ps = tuple(float(x) for x in _list(where, what, v, float))
+    for p in ps:
+        try:
+            kept_channels(p, 1)
+        except UserError:
+            raise UserError(f"{where}: {what} holds {p:g}; p must be in (0, 1]") from None
+    return ps
+
+
+def _steps(where: str, what: str, v) -> tuple[str, ...]:
+    steps = tuple(_list(where, what, v, str))
+    for st in steps:
+        if st not in kspec.STEPS:
+            raise UserError(f"{where}: {what} holds '{st}'; choose from {', '.join(kspec.STEPS)}")
+    return steps
+
+
+def _sweep(where: str, i: int, s) -> Sweep:
+    table = f"[[sweep]] #{i}"
+    if not isinstance(s, dict):
+        raise UserError(f"{where}: {table} is not a table")
+    _keys(where, table, s, _SWEEP)
+    for key in ("net", "datasets", "layer_ids", "p"):
+        if key not in s:
+            raise UserError(f"{where}: {table} lacks '{key}'")
+    net = s["net"]
+    if not isinstance(net, str):
+        raise UserError(f"{where}: {table} net must be a string, got {net!r}")
+    net_spec(net)
+    datasets = tuple(_list(where, f"{table} datasets", s["datasets"], str))
+    for d in datasets:
+        dataset_spec(d)
+    layer_ids = tuple(_list(where, f"{table} layer_ids", s["layer_ids"], int))
+    for what in ("network", "cl"):
+        if not isinstance(s.get(what, {}), dict):
+            raise UserError(f"{where}: {table} {what} must be a table of overrides")
+    return Sweep(net, datasets, layer_ids, _ps(where, f"{table} p", s["p"]), dict(s.get("network", {})),
+                 dict(s.get("cl", {})))
+
+
+def _kernel(where: str, i: int, t, steps, ps) -> KernelGeometry:
+    table = f"[[kernel]] #{i}"
+    if not isinstance(t, dict):
+        raise UserError(f"{where}: {table} is not a table")
+    _keys(where, table, t, _KERNEL)
+    for key in ("kind", "cin", "cout", "hw"):
+        if key not in t:
+            raise UserError(f"{where}: {table} lacks '{key}'")
+    hw = t["hw"]
+    hw = [hw, hw] if isinstance(hw, int) else hw
+    if not (isinstance(hw, list) and len(hw) == 2 and all(isinstance(x, int) for x in hw)):
+        raise UserError(f"{where}: {table} hw must be H or [H, W], got {t['hw']!r}")
+    pad = t.get("pad")
+    g = KernelGeometry(t["kind"], t["cin"], t["cout"], hw[0], hw[1], t.get("k"), t.get("stride", 1),
+                       tuple(pad) if isinstance(pad, list) else pad,
+                       _steps(where, f"{table} steps", t["steps"]) if "steps" in t else steps,
+                       _ps(where, f"{table} p", t["p"]) if "p" in t else ps)
+    try:  # validate the geometry once, with kernels' own one-line messages
+        kspec.make(g.kind, g.cin, g.cout, g.h, g.w, g.steps[0], k=g.k, stride=g.stride, pad=g.pad, p_in=g.p[0])
+    except UserError as e:
+        raise UserError(f"{where}: {table}: {e}") from None
+    return g
