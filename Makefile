@@ -4,7 +4,7 @@ PIP ?= $(PYTHON) -m pip
 LLVM_PKGS := clang-19 lld-19 llvm-19
 BUILD := build/make
 
-.PHONY: setup toolchain install test demo bench-sim clean
+.PHONY: setup toolchain install test demo bench-sim bench-kernels clean
 
 setup: toolchain install
 
@@ -33,6 +33,9 @@ demo:
 
 bench-sim:
 	$(PYTHON) -m harness.bench_sim
+
+bench-kernels:
+	$(PYTHON) -m harness.bench_kernels
 
 clean:
 	rm -rf build

@@ -17,7 +17,7 @@ import numpy as np
 from harness.errors import UserError
 from harness.kernels import plan as planmod
 from harness.kernels.microkernel import kernels as asm_kernels
-from harness.kernels.spec import KernelSpec, cp
+from harness.kernels.spec import OPS, KernelSpec, cp
 from harness.kernels.tensors import TensorInfo, info, to_image, weight_shape
 from harness.platform import Platform
 
@@ -266,6 +266,12 @@ def _matmul_fw_ig(g: _Gen, a_sym: str, a: TensorInfo, b_src, m: int, n: int, kdi
     return p
 
 
+def _largest(g: _Gen) -> tuple:
+    """The largest L1 buffer of the program (free once the main loop is over)."""
+    name, nbytes, _ = max(g.l1, key=lambda b: b[1])
+    return name, nbytes
+
+
 def _dy_rows(ic: dict, m0: int, m1: int) -> tuple[int, int]:
     """Output-gradient rows [lo, hi) that reach the input rows of pixels [m0, m1) (whole input rows)."""
     ih0, ih1 = m0 // ic["w_in"], (m1 - 1) // ic["w_in"] + 1
@@ -274,15 +280,16 @@ def _dy_rows(ic: dict, m0: int, m1: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def _keep_pass(g: _Gen, x_sym: str, x: TensorInfo, xs_sym: str, xs: TensorInfo):
-    """Stored activations: the first k_in channels of every input pixel, copied to their own tensor."""
+def _keep_pass(g: _Gen, x_sym: str, x: TensorInfo, xs_sym: str, xs: TensorInfo, reuse: tuple | None = None):
+    """Stored activations: the first k_in channels of every input pixel, copied to their own tensor.
+    `reuse` = (buffer, bytes): an L1 buffer free by now, so the pass needs no L1 of its own."""
     pixels = x.rows
     row_in = cp(xs.cols)  # channels fetched per pixel (the kept ones, plus the neighbour when k_in is odd)
-
-    def mem(rows):
-        return 2 * rows * row_in * 2
-    rows = planmod.plan_rows(g.spec, g.plat, pixels, lambda r: mem(r) + g.l1_total())
-    b_in = g.buf("l1_keep", rows * row_in * 2)
+    if reuse is not None and reuse[1] >= row_in * 2:
+        b_in, rows = reuse[0], min(pixels, reuse[1] // (row_in * 2))
+    else:
+        rows = planmod.plan_rows(g.spec, g.plat, pixels, lambda r: r * row_in * 2 + g.l1_total())
+        b_in = g.buf("l1_keep", rows * row_in * 2)
     fn = g.func(f"  odl_keep_channels((f16 *)T->dst, (const f16 *)T->src, T->rows, {row_in}, {xs.cols}, {xs.pitch});")
     for p0 in range(0, pixels, rows):
         n = min(rows, pixels - p0)
@@ -306,7 +313,8 @@ def gen_pw_fw(g: _Gen, ins: dict):
                       "im2col", "rows", im)
     else:
         _matmul_fw_ig(g, x_sym, x, (w_sym, w), s.h * s.w, s.cout, x.pitch, y_sym, y, b_sym, "rows", "rows")
-    _keep_pass(g, x_sym, x, xs_sym, xs)
+    g.body.append("  odl_dma_wait(&dout);")
+    _keep_pass(g, x_sym, x, xs_sym, xs, reuse=_largest(g))
 
 
 def gen_pw_ig(g: _Gen, ins: dict):
@@ -553,7 +561,7 @@ def gen_dw(g: _Gen, ins: dict):
             g.body.append(f"  odl_dma_2d(&dout, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     if s.step == "fw":
         g.body.append("  odl_dma_wait(&dout);")
-        _keep_pass(g, x_sym, x, xs_sym, xs)
+        _keep_pass(g, x_sym, x, xs_sym, xs, reuse=_largest(g))
 
 
 def gen_update(g: _Gen, ins: dict):
@@ -605,6 +613,92 @@ def gen_update(g: _Gen, ins: dict):
         g.body.append(f"  odl_dma_1d(&dout, (uint32_t){b_sym}, (uint32_t){lb}, {b.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
 
 
+def gen_op(g: _Gen, ins: dict):
+    """Operators without weights: tiled over pixel rows; per-channel vectors stay in L1."""
+    s = g.spec
+    kind, fw = s.kind, s.step == "fw"
+    hw = s.h * s.w
+    c = s.cin if fw else s.k_in
+    rows_in, vec_in, rows_out, vec_out = [], [], [], []
+    for name, a in ins.items():
+        if name == "label":
+            continue
+        a = np.asarray(a)
+        if a.ndim == 3 and a.shape[:2] == (s.h, s.w) and kind not in ("sigmoid", "ce") and not (kind == "gap" and not fw):
+            rows_in.append((name,) + g.tensor_in(name, a.reshape(hw, a.shape[2])))
+        else:
+            vec_in.append((name,) + g.tensor_in(name, a.reshape(1, -1)))
+    out_names = {"relu6": ["y"] if fw else ["dx"], "hswish": ["y"] if fw else ["dx"], "add": ["y"] if fw else ["dx"],
+                 "scale": ["y"] if fw else ["dx", "ds"], "gap": ["y"] if fw else ["dx"], "sigmoid": ["y"] if fw else ["dx"],
+                 "ce": ["dz"]}[kind]
+    for name in out_names:
+        is_row = name in ("y", "dx") and kind not in ("sigmoid", "ce") and not (kind == "gap" and fw)
+        if is_row:
+            rows_out.append((name,) + g.tensor_out(name, (hw, c)))
+        else:
+            vec_out.append((name,) + g.tensor_out(name, (1, c)))
+    pitch = cp(c)
+    vbuf = {}
+    for name, sym, t in vec_in:
+        vbuf[name] = g.buf(f"l1_{name}", t.pitch * 2)
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){sym}, (uint32_t){vbuf[name]}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if vec_in:
+        g.body.append("  odl_dma_wait(&din);")
+    acc = None
+    if kind == "gap" and fw or kind == "scale" and not fw:
+        acc = g.buf("l1_acc", 4 * c, "float")
+        g.fork(g.func(f"  odl_zero_f32({acc}, {c});"))
+    vo = {name: g.buf(f"l1_{name}", t.pitch * 2) for name, _, t in vec_out}
+    if rows_in or rows_out:
+        per_row = (len(rows_in) + len(rows_out)) * pitch * 2
+        fixed = g.l1_total()
+        rows = planmod.plan_rows(s, g.plat, hw, lambda r: fixed + r * per_row)
+        rb = {name: g.buf(f"l1_{name}_t", rows * pitch * 2) for name, _, _ in rows_in + rows_out}
+        r = lambda n: f"(f16 *){rb[n]}"  # noqa: E731
+        v = lambda n: f"(const f16 *){vbuf[n]}"  # noqa: E731
+        calls = {
+            ("relu6", True): lambda: f"odl_relu6_fw({r('y')}, {r('x')}, T->rows, {c}, {pitch});",
+            ("relu6", False): lambda: f"odl_relu6_bw({r('dx')}, {r('x')}, {r('dy')}, T->rows, {c}, {pitch});",
+            ("hswish", True): lambda: f"odl_hswish_fw({r('y')}, {r('x')}, T->rows, {c}, {pitch});",
+            ("hswish", False): lambda: f"odl_hswish_bw({r('dx')}, {r('x')}, {r('dy')}, T->rows, {c}, {pitch});",
+            ("add", True): lambda: f"odl_add({r('y')}, {r('a')}, {r('b')}, T->rows, {c}, {pitch});",
+            ("add", False): lambda: f"odl_add({r('dx')}, {r('a')}, {r('b')}, T->rows, {c}, {pitch});",
+            ("scale", True): lambda: f"odl_scale({r('y')}, {r('x')}, {v('s')}, T->rows, {c}, {pitch});",
+            ("scale", False): lambda: f"odl_scale({r('dx')}, {r('dy')}, {v('s')}, T->rows, {c}, {pitch});\n"
+                              f"  odl_chansum_acc({acc}, {r('dy')}, {r('x')}, T->rows, {c}, {pitch});",
+            ("gap", True): lambda: f"odl_chansum_acc({acc}, {r('x')}, 0, T->rows, {c}, {pitch});",
+            ("gap", False): lambda: f"odl_broadcast({r('dx')}, {v('dy')}, {1.0 / hw!r}f, T->rows, {c}, {pitch});",
+        }
+        call = calls[(kind, fw)]()
+        fn = g.func("  " + call)
+        for p0 in range(0, hw, rows):
+            g.tiles += 1
+            n = min(rows, hw - p0)
+            for name, sym, t in rows_in:
+                g.body.append(f"  odl_dma_1d(&din, {_addr(sym, p0 * t.pitch)}, (uint32_t){rb[name]}, {n * t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            g.body.append("  odl_dma_wait(&din);")
+            g.body.append("  odl_dma_wait(&dout);")
+            g.fork(fn, rows=n)
+            for name, sym, t in rows_out:
+                g.body.append(f"  odl_dma_1d(&dout, {_addr(sym, p0 * t.pitch)}, (uint32_t){rb[name]}, {n * t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        g.body.append("  odl_dma_wait(&dout);")
+    if kind == "gap" and fw:
+        g.fork(g.func(f"  int lo, hi;\n  odl_chunk({c}, &lo, &hi);\n  for (int i = lo; i < hi; i++) ((f16 *){vo['y']})[i] = "
+                      f"odl_f2h({acc}[i] * {1.0 / hw!r}f);"))
+    if kind == "scale" and not fw:
+        g.fork(g.func(f"  odl_narrow_rows((f16 *){vo['ds']}, {pitch}, {acc}, {c}, 1, {c});"))
+    if kind == "sigmoid":
+        call = (f"odl_sigmoid_fw((f16 *){vo['y']}, (const f16 *){vbuf['x']}, {c});" if fw else
+                f"odl_sigmoid_bw((f16 *){vo['dx']}, (const f16 *){vbuf['y']}, (const f16 *){vbuf['dy']}, {c});")
+        g.fork(g.func("  " + call))
+    if kind == "ce":
+        g.fork(g.func(f"  odl_ce_grad((f16 *){vo['dz']}, (const f16 *){vbuf['z']}, {c}, {int(ins['label'][0])});"))
+    for name, sym, t in vec_out:
+        if cp(c) % 2 == 0 and c % 2:  # keep the pad lane zero
+            g.fork(g.func(f"  if (pi_core_id() == 0) ((f16 *){vo[name]})[{c}] = 0;"))
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){sym}, (uint32_t){vo[name]}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+
+
 GENERATORS = {
     ("pw", "fw"): gen_pw_fw,
     ("conv", "fw"): gen_pw_fw,
@@ -622,11 +716,14 @@ GENERATORS = {
     ("conv", "update"): gen_update,
     ("linear", "update"): gen_update,
     ("dw", "update"): gen_update,
+    ("op", "any"): gen_op,
 }
 
 
 def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
     key = (spec.kind, spec.step)
+    if spec.kind in OPS:
+        key = ("op", "any")
     if key not in GENERATORS:
         raise UserError(f"no kernel generator yet for {spec.kind} {spec.step}")
     g = _Gen(spec, plat)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.kernels.spec import KernelSpec
+from harness.kernels.spec import OPS, KernelSpec
 
 
 def _pad(x, spec: KernelSpec):
@@ -94,6 +94,65 @@ def input_grad(dy, w, spec: KernelSpec):
     return acc[t:t + spec.h, l:l + spec.w, :], mag[t:t + spec.h, l:l + spec.w, :]
 
 
+def _op_inputs(spec: KernelSpec, uni) -> dict:
+    hw, c, k = (spec.h, spec.w), spec.cin, spec.k_in
+    kind, step = spec.kind, spec.step
+    if kind in ("relu6", "hswish"):
+        # a spread that crosses every breakpoint (0, 6 / -3, 3)
+        return {"x": uni(hw + (c,), 8.0)} if step == "fw" else {"x": uni(hw + (k,), 8.0), "dy": uni(hw + (k,))}
+    if kind == "sigmoid":
+        return {"x": uni((1, 1, c), 6.0)} if step == "fw" else {"y": (0.5 + 0.5 * uni((1, 1, k))).astype(np.float16),
+                                                                 "dy": uni((1, 1, k))}
+    if kind == "add":
+        return {"a": uni(hw + (c,)), "b": uni(hw + (c,))} if step == "fw" else {"a": uni(hw + (k,)), "b": uni(hw + (k,))}
+    if kind == "gap":
+        return {"x": uni(hw + (c,))} if step == "fw" else {"dy": uni((1, 1, k))}
+    if kind == "scale":
+        if step == "fw":
+            return {"x": uni(hw + (c,)), "s": uni((c,))}
+        return {"dy": uni(hw + (k,)), "x": uni(hw + (k,)), "s": uni((c,))}
+    return {"z": uni((1, 1, c), 4.0), "label": np.array([spec.seed % c])}  # ce
+
+
+def _op_expected(spec: KernelSpec, ins: dict) -> dict:
+    f = {n: np.asarray(v, dtype=np.float64) for n, v in ins.items()}
+    kind, step = spec.kind, spec.step
+    if kind == "relu6":
+        out = np.clip(f["x"], 0, 6) if step == "fw" else f["dy"] * ((f["x"] > 0) & (f["x"] < 6))
+        return {"y" if step == "fw" else "dx": (out, np.abs(out))}
+    if kind == "hswish":
+        x = f["x"]
+        if step == "fw":
+            out = x * np.clip(x + 3, 0, 6) / 6
+        else:
+            out = f["dy"] * np.where(x < -3, 0.0, np.where(x > 3, 1.0, (2 * x + 3) / 6))
+        return {"y" if step == "fw" else "dx": (out, np.abs(out))}
+    if kind == "sigmoid":
+        out = 1 / (1 + np.exp(-f["x"])) if step == "fw" else f["dy"] * f["y"] * (1 - f["y"])
+        return {"y" if step == "fw" else "dx": (out, np.abs(out))}
+    if kind == "add":
+        out = f["a"] + f["b"]
+        return {"y" if step == "fw" else "dx": (out, np.abs(f["a"]) + np.abs(f["b"]))}
+    if kind == "gap":
+        if step == "fw":
+            return {"y": (f["x"].mean(axis=(0, 1), keepdims=True), np.abs(f["x"]).mean(axis=(0, 1), keepdims=True))}
+        out = np.broadcast_to(f["dy"] / (spec.h * spec.w), (spec.h, spec.w, spec.k_in)).copy()
+        return {"dx": (out, np.abs(out))}
+    if kind == "scale":
+        if step == "fw":
+            out = f["x"] * f["s"]
+            return {"y": (out, np.abs(out))}
+        s = f["s"][: spec.k_in]
+        dx = f["dy"] * s
+        ds = (f["dy"] * f["x"]).sum(axis=(0, 1))
+        return {"dx": (dx, np.abs(dx)), "ds": (ds, np.abs(f["dy"] * f["x"]).sum(axis=(0, 1)))}
+    z = f["z"].reshape(-1)
+    e = np.exp(z - z.max())
+    out = e / e.sum()
+    out[int(ins["label"][0])] -= 1.0
+    return {"dz": (out.reshape(1, 1, -1), np.abs(out).reshape(1, 1, -1) + 1.0 / len(z))}
+
+
 def make_inputs(spec: KernelSpec) -> dict:
     """Deterministic FP16 inputs of the step (seeded by the spec), scaled so outputs stay O(1)."""
     rng = np.random.default_rng([spec.seed, spec.cin, spec.cout, spec.h, spec.w, spec.k, spec.stride,
@@ -104,6 +163,8 @@ def make_inputs(spec: KernelSpec) -> dict:
     def uni(shape, scale=1.0):
         return (rng.uniform(-1, 1, size=shape) * scale).astype(h16)
 
+    if spec.kind in OPS:
+        return _op_inputs(spec, uni)
     if spec.kind == "dw":
         wshape = (spec.k, spec.k, spec.cin)
     elif spec.kind == "conv":
@@ -131,12 +192,15 @@ def make_inputs(spec: KernelSpec) -> dict:
     return ins
 
 
-KIND_IDS = {"conv": 1, "pw": 2, "dw": 3, "linear": 4}
+KIND_IDS = {"conv": 1, "pw": 2, "dw": 3, "linear": 4, "relu6": 5, "hswish": 6, "sigmoid": 7, "add": 8, "gap": 9,
+            "scale": 10, "ce": 11}
 STEP_IDS = {"fw": 1, "wg": 2, "ig": 3, "update": 4}
 
 
 def expected(spec: KernelSpec, ins: dict) -> dict:
     """{output name: (value float64 array, magnitude array)} in logical shapes."""
+    if spec.kind in OPS:
+        return _op_expected(spec, ins)
     if spec.step == "fw":
         y, mag = conv_forward(ins["x"], ins["w"], spec)
         if spec.bias:

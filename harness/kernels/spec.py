@@ -24,7 +24,13 @@ from dataclasses import asdict, dataclass, field
 from harness.errors import UserError
 from harness.partial import kept_channels
 
-KINDS = ("conv", "pw", "dw", "linear")
+WEIGHT_KINDS = ("conv", "pw", "dw", "linear")
+# Operators without weights that the trainable part of the networks needs: activations and their
+# derivatives, the residual add, squeeze-excite (global average pool, sigmoid gate, channel scale),
+# and the cross-entropy gradient from logits. Their "ig" step is the backward pass.
+OPS = ("relu6", "hswish", "sigmoid", "add", "gap", "scale", "ce")
+VECTOR_OPS = ("sigmoid", "ce")
+KINDS = WEIGHT_KINDS + OPS
 STEPS = ("fw", "wg", "ig", "update")
 
 
@@ -66,7 +72,7 @@ class KernelSpec:
 
     @property
     def k_out(self) -> int:
-        if self.kind == "dw":
+        if self.kind == "dw" or self.kind in OPS:
             return self.k_in
         return kept_channels(self.p_out, self.cout)
 
@@ -78,7 +84,9 @@ class KernelSpec:
         return f"{self.kind}_{self.cin}x{self.cout}_{self.h}x{self.w}_{geo}{'_' if geo else ''}{self.step}_{part}_{self.platform}"
 
     def macs(self) -> int:
-        """MACs of this step (the cost model's formulas, harness/costmodel.py)."""
+        """MACs of this step (the cost model's formulas, harness/costmodel.py); operators have none."""
+        if self.kind in OPS:
+            return 0
         spatial = self.h_out * self.w_out * self.k * self.k
         if self.kind == "dw":
             full, part = spatial * self.cin, spatial * self.k_in
@@ -110,6 +118,26 @@ def make(kind: str, cin: int, cout: int, h: int, w: int, step: str, k: int | Non
         raise UserError(f"unknown kernel kind '{kind}'; choose one of: {', '.join(KINDS)}")
     if step not in STEPS:
         raise UserError(f"unknown step '{step}'; choose one of: {', '.join(STEPS)}, all")
+    if kind in OPS:
+        if step not in ("fw", "ig"):
+            raise UserError(f"'{kind}' has no weights: its steps are fw and ig (the backward pass)")
+        if cout != cin:
+            raise UserError(f"'{kind}' keeps its channels: give --cout {cin}")
+        if kind in VECTOR_OPS and (h, w) != (1, 1):
+            raise UserError(f"'{kind}' works on one vector: use --hw 1 (got {h}x{w})")
+        if k not in (None, 1) or stride != 1 or pad not in (None, 0, (0, 0, 0, 0)):
+            raise UserError(f"'{kind}' takes no kernel size, stride or padding")
+        if p_out is not None and p_out != p_in:
+            raise UserError(f"'{kind}' takes one partiality: use --p")
+        for name, v in (("--cin", cin), ("--hw (height)", h), ("--hw (width)", w)):
+            if not isinstance(v, int) or v < 1:
+                raise UserError(f"{name} must be a positive integer, got {v!r}")
+        if kind == "ce" and cin > 64:
+            raise UserError(f"'ce' supports at most 64 classes, got {cin}")
+        spec = KernelSpec(kind=kind, cin=cin, cout=cin, h=h, w=w, step=step, k=1, stride=1, pad=(0, 0, 0, 0),
+                          p_in=p_in, p_out=p_in, platform=platform, **kw)
+        spec.k_in
+        return spec
     for name, v in (("--cin", cin), ("--cout", cout), ("--hw (height)", h), ("--hw (width)", w)):
         if not isinstance(v, int) or v < 1:
             raise UserError(f"{name} must be a positive integer, got {v!r}")

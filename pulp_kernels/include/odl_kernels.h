@@ -588,3 +588,135 @@ static inline void odl_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, 
         w[r * wp + t * cin + c] = (f16)out;
       }
 }
+
+/* ---------------------------------------------------------------- elementwise operators */
+/* Rows of `c` channels (pitch p halves), rows split across the cores. FP16 SIMD where one rounding
+ * suffices (ReLU6, add, scale); FP32 per element where a chain of operations would round more. */
+
+static inline void odl_relu6_fw(f16 *y, const f16 *x, int rows, int c, int p) {
+  int lo, hi, c2 = (c + 1) / 2;
+  odl_chunk(rows, &lo, &hi);
+  const uint32_t six = 0x46004600u;
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *xv = (const uint32_t *)(x + r * p);
+    uint32_t *yv = (uint32_t *)(y + r * p);
+    for (int i = 0; i < c2; i++) yv[i] = pulp_vfmin_h(pulp_vfmax_h(xv[i], 0u), six);
+  }
+}
+
+static inline void odl_relu6_bw(f16 *dx, const f16 *x, const f16 *dy, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int i = 0; i < c; i++) {
+      float v = odl_h2f(x[r * p + i]);
+      dx[r * p + i] = (v > 0.0f && v < 6.0f) ? dy[r * p + i] : 0;
+    }
+}
+
+static inline void odl_hswish_fw(f16 *y, const f16 *x, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int i = 0; i < c; i++) {
+      float v = odl_h2f(x[r * p + i]), t = v + 3.0f;
+      t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
+      y[r * p + i] = odl_f2h(v * t / 6.0f);
+    }
+}
+
+static inline void odl_hswish_bw(f16 *dx, const f16 *x, const f16 *dy, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int i = 0; i < c; i++) {
+      float v = odl_h2f(x[r * p + i]), d = odl_h2f(dy[r * p + i]);
+      float g = v < -3.0f ? 0.0f : (v > 3.0f ? 1.0f : (2.0f * v + 3.0f) / 6.0f);
+      dx[r * p + i] = odl_f2h(d * g);
+    }
+}
+
+static inline void odl_add(f16 *y, const f16 *a, const f16 *b, int rows, int c, int p) {
+  int lo, hi, c2 = (c + 1) / 2;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *av = (const uint32_t *)(a + r * p), *bv = (const uint32_t *)(b + r * p);
+    uint32_t *yv = (uint32_t *)(y + r * p);
+    for (int i = 0; i < c2; i++) yv[i] = pulp_vfadd_h(av[i], bv[i]);
+  }
+}
+
+/* y[r][ch] = x[r][ch] * s[ch] (squeeze-excite gate applied to every pixel) */
+static inline void odl_scale(f16 *y, const f16 *x, const f16 *s, int rows, int c, int p) {
+  int lo, hi, c2 = (c + 1) / 2;
+  odl_chunk(rows, &lo, &hi);
+  const uint32_t *sv = (const uint32_t *)s;
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *xv = (const uint32_t *)(x + r * p);
+    uint32_t *yv = (uint32_t *)(y + r * p);
+    for (int i = 0; i < c2; i++) yv[i] = pulp_vfmul_h(xv[i], sv[i]);
+  }
+}
+
+/* Channel sums in FP32 over rows (global average pool numerator, gate gradient): acc[ch] += sum_r f(r, ch)
+ * with f = x or x*y. Channels are split across the cores. */
+static inline void odl_chansum_acc(float *acc, const f16 *x, const f16 *y, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(c, &lo, &hi);
+  for (int ch = lo; ch < hi; ch++) {
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) {
+      float v = odl_h2f(x[r * p + ch]);
+      s += y ? v * odl_h2f(y[r * p + ch]) : v;
+    }
+    acc[ch] += s;
+  }
+}
+
+/* dx[r][ch] = g[ch] * scale for every row (global average pool backward: scale = 1 / (H*W)) */
+static inline void odl_broadcast(f16 *dx, const f16 *g, float scale, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int ch = 0; ch < c; ch++) dx[r * p + ch] = odl_f2h(odl_h2f(g[ch]) * scale);
+}
+
+/* exp(x) in FP32: 2^(x log2 e) split into an integer power (exponent bits) and a degree-6 polynomial
+ * of the fraction; relative error below 1e-7 over the FP16 range. */
+static inline float odl_expf(float x) {
+  if (x < -87.0f) return 0.0f;
+  if (x > 88.0f) x = 88.0f;
+  float t = x * 1.44269504f;
+  int n = (int)(t < 0.0f ? t - 1.0f : t);
+  float f = (t - (float)n) * 0.69314718f;  /* in [0, ln 2) */
+  float p = 1.0f + f * (1.0f + f * (0.5f + f * (0.16666667f + f * (0.041666668f + f * (0.008333334f + f * 0.0013888889f)))));
+  uint32_t bits = (uint32_t)(n + 127) << 23;
+  float scale;
+  __builtin_memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+static inline void odl_sigmoid_fw(f16 *y, const f16 *x, int n) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int i = lo; i < hi; i++) y[i] = odl_f2h(1.0f / (1.0f + odl_expf(-odl_h2f(x[i]))));
+}
+
+static inline void odl_sigmoid_bw(f16 *dx, const f16 *y, const f16 *dy, int n) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int i = lo; i < hi; i++) {
+    float s = odl_h2f(y[i]);
+    dx[i] = odl_f2h(odl_h2f(dy[i]) * s * (1.0f - s));
+  }
+}
+
+/* Cross-entropy gradient from logits for one sample: dz = softmax(z) - onehot(label). Few classes: one core. */
+static inline void odl_ce_grad(f16 *dz, const f16 *z, int n, int label) {
+  if (pi_core_id() != 0) return;
+  float m = odl_h2f(z[0]), sum = 0.0f;
+  for (int i = 1; i < n; i++) m = odl_h2f(z[i]) > m ? odl_h2f(z[i]) : m;
+  float e[64];
+  for (int i = 0; i < n; i++) sum += (e[i] = odl_expf(odl_h2f(z[i]) - m));
+  for (int i = 0; i < n; i++) dz[i] = odl_f2h(e[i] / sum - (i == label ? 1.0f : 0.0f));
+}

@@ -1,0 +1,56 @@
+"""`pulp-odl experiment NAME`: run an experiment of experiments/*.toml and write its result tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.commands.layers import console as stdout_console
+from harness.errors import UserError
+from harness.experiments import pipeline, spec as specmod, tables
+
+NAME = "experiment"
+HELP = "run an experiment (experiments/NAME.toml): its kernels in parallel, cached, then its latency tables"
+ORDER = 45
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise UserError(f"--jobs: '{text}' is not an integer") from None
+    if n < 1:
+        raise UserError(f"--jobs must be at least 1, got {n}")
+    return n
+
+
+def add_arguments(p) -> None:
+    p.add_argument("name", metavar="NAME",
+                   help=f"experiment name ({', '.join(specmod.available())}) or path to a .toml file")
+    p.add_argument("--jobs", type=_jobs, help="parallel kernel runs (default: one per host core)")
+    p.add_argument("--platform", action="append", metavar="P",
+                   help="run on platform P instead of the experiment's own (repeatable)")
+    p.add_argument("--no-cache", action="store_true", help="rerun every kernel (the cache is refreshed, not read)")
+    p.add_argument("--results", type=Path, metavar="DIR",
+                   help="results directory (default: results/, or $PULP_ODL_RESULTS)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no tables, only the summary lines")
+
+
+def run(args) -> int:
+    err = Console(stderr=True, highlight=False)
+    res = pipeline.run_experiment(args.name, platforms=tuple(args.platform or ()), jobs=args.jobs,
+                                  use_cache=not args.no_cache, results=args.results, console=err,
+                                  progress=not args.quiet)
+    if not res.ok:
+        err.print(pipeline.error_table(res.outcome))
+        err.print(f"{res.plan.experiment.name}: no tables written; {len(res.outcome.errors)} kernel(s) failed")
+        return 1
+    out = stdout_console()
+    if not args.quiet:
+        title = f"{res.plan.experiment.name}: {res.plan.experiment.description}"
+        if "latency" in res.frames:
+            out.print(tables.latency_table(res.frames["latency"], title))
+        else:
+            out.print(tables.kernel_table(res.frames["kernels"], title))
+    out.print(f"wrote {', '.join(sorted(p.name for p in res.outdir.iterdir()))} in {res.outdir}")
+    return 0

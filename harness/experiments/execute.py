@@ -1,0 +1,175 @@
+"""Run a set of unique kernel specs in parallel, through the result cache.
+
+Each kernel run (harness.kernels.runner.run_spec: generate, build with clang, simulate, check) is
+independent, so they go to a process pool, one per host core by default, largest first so that no
+big kernel starts last. A rich progress bar on stderr shows the runs done and an ETA weighted by
+each kernel's MACs. Every finished row is written to the cache at once (harness.experiments.cache),
+so a killed sweep resumes where it stopped.
+
+A run that raises, or whose outputs do not match the NumPy reference (ok = False), is an error of
+the experiment: it is reported in Outcome.errors, never cached, and the other runs go on.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from harness import toolchain
+from harness.backends import embedded
+from harness.experiments import cache as cachemod
+from harness.kernels import runner
+from harness.kernels.spec import KernelSpec
+
+INDEX_SAVE_EVERY = 25       # completions between saves of the provenance memo
+
+
+@dataclass
+class Outcome:
+    rows: dict = field(default_factory=dict)        # spec name -> result row (ok rows only)
+    provenance: dict = field(default_factory=dict)  # spec name -> provenance (cache key besides the spec)
+    seconds: dict = field(default_factory=dict)     # spec name -> wall seconds of its run (when it ran)
+    errors: dict = field(default_factory=dict)      # spec name -> one-line reason
+    cached: int = 0
+    ran: int = 0
+    wall: float = 0.0
+    jobs: int = 1
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def weight(spec: KernelSpec) -> float:
+    """Rough cost of one run in units of the fixed cost (build + simulator start, ~0.6 s here):
+    the simulation adds about that much per 5 million MACs."""
+    return 1.0 + spec.macs() / 5e6
+
+
+def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache: bool):
+    """In a worker: provenance if unknown, the cached row if there is one, else a run.
+    Returns (kind, provenance, payload, seconds) with kind in hit | ran | error."""
+    prov = provenance
+    try:
+        if prov is None:
+            prov = cachemod.full_provenance(spec)
+            if read_cache:
+                entry = cachemod.Cache(cache_root).load(cachemod.row_key(spec, prov))
+                if entry is not None:
+                    return "hit", prov, entry, 0.0
+        t0 = time.perf_counter()
+        row = runner.run_spec(spec)
+        return "ran", prov, row, time.perf_counter() - t0
+    except Exception as e:  # noqa: BLE001 - any failure is this kernel's error, reported with the others
+        return "error", prov, f"{type(e).__name__}: {e}".splitlines()[0], 0.0
+
+
+def _quiet_worker():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
+
+
+def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cache: cachemod.Cache | None = None,
+              console: Console | None = None, progress: bool = True) -> Outcome:
+    """Run every spec in `specs` (name -> KernelSpec) not already cached. use_cache=False reruns all
+    of them (and refreshes the cache with the new rows)."""
+    t_start = time.perf_counter()
+    jobs = jobs or default_jobs()
+    cache = cache or cachemod.Cache()
+    console = console or Console(stderr=True, highlight=False)
+    out = Outcome(jobs=jobs)
+    digest = cachemod.tree_digest(toolchain.find().describe(), embedded.version())
+    index = cache.load_index(digest)
+    for platform in sorted({sp.platform for sp in specs.values()}):
+        cachemod.runtime_extras(platform)   # once here, inherited by the workers
+
+    pending: list[tuple[str, KernelSpec, dict | None]] = []
+    for name, sp in specs.items():
+        prov = index.get(cachemod.spec_id(sp))
+        if prov is not None:
+            out.provenance[name] = prov
+            if use_cache:
+                entry = cache.load(cachemod.row_key(sp, prov))
+                if entry is not None:
+                    out.rows[name] = entry["row"]
+                    out.cached += 1
+                    continue
+        pending.append((name, sp, prov))
+    pending.sort(key=lambda t: -weight(t[1]))
+
+    changed = False
+
+    def finish(name, sp, result):
+        nonlocal changed
+        kind, prov, payload, secs = result
+        if prov is not None:
+            out.provenance[name] = prov
+            if index.get(cachemod.spec_id(sp)) != prov:
+                index[cachemod.spec_id(sp)] = prov
+                changed = True
+        if kind == "hit":
+            out.rows[name] = payload["row"]
+            out.cached += 1
+        elif kind == "error":
+            out.errors[name] = payload
+        elif not payload.get("ok"):
+            out.errors[name] = f"numeric mismatch: max |err| {payload.get('max_abs_err', float('nan')):.3g} " \
+                               f"({payload.get('err_over_tol', float('nan')):.3g} x tolerance)"
+            out.ran += 1
+        else:
+            cache.store(cachemod.row_key(sp, prov), sp, prov, payload, secs)
+            out.rows[name] = payload
+            out.seconds[name] = secs
+            out.ran += 1
+
+    def save_index():
+        nonlocal changed
+        if changed:
+            cache.store_index(digest, index)
+            changed = False
+
+    if pending:
+        total_w = sum(weight(sp) for _, sp, _ in pending)
+        bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                       TextColumn("{task.fields[count]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                       TimeRemainingColumn(), console=console, disable=not progress, transient=False)
+        done = 0
+        pool = None
+        try:
+            if jobs > 1:
+                # Fork the workers before the progress bar starts its refresh thread.
+                pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(pending)), initializer=_quiet_worker,
+                                              mp_context=multiprocessing.get_context("fork"))
+                futs = {pool.submit(_work, sp, prov, str(cache.root), use_cache): (name, sp)
+                        for name, sp, prov in pending}
+                results = ((futs[f], f.result()) for f in cf.as_completed(futs))
+            else:
+                results = (((name, sp), _work(sp, prov, str(cache.root), use_cache)) for name, sp, prov in pending)
+            with bar:
+                task = bar.add_task("kernels", total=total_w, count=f"0/{len(pending)}")
+                for (name, sp), result in results:
+                    finish(name, sp, result)
+                    done += 1
+                    bar.update(task, advance=weight(sp), count=f"{done}/{len(pending)}")
+                    if done % INDEX_SAVE_EVERY == 0:
+                        save_index()
+        except BaseException:
+            if pool is not None:
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    proc.terminate()   # our own workers: a killed sweep must not leave them running
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = None
+            raise
+        finally:
+            save_index()
+            if pool is not None:
+                pool.shutdown()
+    save_index()
+    out.wall = time.perf_counter() - t_start
+    return out

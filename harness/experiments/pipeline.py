@@ -1,0 +1,58 @@
+"""One experiment end to end: load, expand into unique kernels, run them through the cache, write
+the result tables. The `experiment` and `regress` commands are thin layers over `run_experiment`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import platform as platmod
+from harness.experiments import cache as cachemod
+from harness.experiments import execute, plan as planmod, spec as specmod, tables
+from harness.experiments.execute import Outcome
+from harness.experiments.plan import Plan
+
+
+@dataclass
+class Result:
+    plan: Plan
+    outcome: Outcome
+    outdir: Path
+    frames: dict          # stem -> DataFrame; empty when kernels failed
+
+    @property
+    def ok(self) -> bool:
+        return not self.outcome.errors
+
+
+def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: int | None = None,
+                   use_cache: bool = True, results: Path | None = None, console: Console | None = None,
+                   progress: bool = True) -> Result:
+    exp = specmod.load(name)
+    if platforms:
+        for p in platforms:
+            platmod.load(p)
+        exp = exp.with_platforms(tuple(platforms))
+    plan = planmod.expand(exp)
+    root = Path(results) if results is not None else cachemod.results_root()
+    console = console or Console(stderr=True, highlight=False)
+    console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique kernels on "
+                  f"{', '.join(exp.platforms)}")
+    outcome = execute.run_specs(plan.specs, jobs=jobs, use_cache=use_cache, cache=cachemod.Cache(root / "cache"),
+                                console=console, progress=progress)
+    console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
+                  f"in {outcome.wall:.1f} s ({outcome.jobs} jobs)")
+    outdir = root / exp.name
+    frames = {} if outcome.errors else tables.write_results(plan, outcome, outdir)
+    return Result(plan, outcome, outdir, frames)
+
+
+def error_table(outcome: Outcome) -> Table:
+    t = Table(title=f"{len(outcome.errors)} kernel(s) failed")
+    t.add_column("kernel")
+    t.add_column("error")
+    for name, msg in sorted(outcome.errors.items()):
+        t.add_row(name, msg)
+    return t
