@@ -13,10 +13,11 @@ toolchain:
 	command -v clang-19 >/dev/null || missing="$$missing clang-19"; \
 	command -v ld.lld-19 >/dev/null || missing="$$missing lld-19"; \
 	command -v llvm-objdump-19 >/dev/null || missing="$$missing llvm-19"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "clang-19, lld-19 and llvm-19 are present"; fi
+	else echo "clang-19, lld-19, llvm-19 and chromium are present"; fi
 
 install:
 	$(PIP) install -q "scikit-build-core>=0.9" "pybind11>=2.11" ninja cmake
@@ -39,3 +40,23 @@ bench-kernels:
 
 clean:
 	rm -rf build
+
+# Experiments (experiments/*.toml; docs/experiments.md). Kernel runs are cached in results/cache/.
+.PHONY: table2 fig4 kernels report regress golden
+table2:
+	$(PYTHON) -m harness experiment table2
+
+fig4:
+	$(PYTHON) -m harness experiment fig4
+
+kernels:
+	$(PYTHON) -m harness experiment kernels
+
+report:
+	$(PYTHON) -m harness report
+
+regress:
+	$(PYTHON) -m harness regress
+
+golden:
+	$(PYTHON) -m harness regress --update

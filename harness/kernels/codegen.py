@@ -542,13 +542,17 @@ def gen_dw(g: _Gen, ins: dict):
                 f", (const f16 *){{dy}}, (const f16 *){{xs}}, T->cols, {geo}, T->pitch);")
         channels = s.k_in
     out_rows = sum(r for _, _, r in outs)
+    compact = s.step == "fw" and s.k_in < s.cin  # stored activations need their own rows when fewer are kept
 
     def mem(tc):
-        return (sum(r for _, _, r, _ in srcs) + out_rows) * cp(tc) * 2
+        return (sum(r for _, _, r, _ in srcs) + out_rows + (hw if compact else 0)) * cp(tc) * 2
     tc = planmod.plan_rows(s, g.plat, channels, mem, step=2)
     bufs = {name: g.buf(f"l1_{name}", rows * cp(tc) * 2) for _, _, rows, name in srcs}
     obufs = [g.buf(f"l1_out{i}", rows * cp(tc) * 2) for i, (_, _, rows) in enumerate(outs)]
     fn = g.func(body.format(**bufs))
+    if compact:
+        kbuf = g.buf("l1_keep", hw * cp(tc) * 2)
+        keep_fn = g.func(f"  odl_keep_channels((f16 *){kbuf}, (const f16 *){bufs['x']}, {hw}, T->pitch, T->aux, T->cols);")
     for c0 in range(0, channels, tc):
         g.tiles += 1
         n = min(tc, channels - c0)
@@ -559,9 +563,13 @@ def gen_dw(g: _Gen, ins: dict):
         g.fork(fn, dst=obufs[0], src=obufs[1] if len(obufs) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
         for (sym, t, rows), ob in zip(outs, obufs):
             g.body.append(f"  odl_dma_2d(&dout, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
-    if s.step == "fw":
-        g.body.append("  odl_dma_wait(&dout);")
-        _keep_pass(g, x_sym, x, xs_sym, xs, reuse=_largest(g))
+        if s.step == "fw" and c0 < s.k_in:  # stored activations: the kept channels of this tile, from L1
+            keep = min(n, s.k_in - c0)
+            src = bufs["x"]
+            if keep < n:  # pack the kept channels into rows of their own (pad lane zero)
+                g.fork(keep_fn, aux=keep, cols=cp(keep), pitch=cp(n))
+                src = kbuf
+            g.body.append(f"  odl_dma_2d(&dout, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
 
 
 def gen_update(g: _Gen, ins: dict):

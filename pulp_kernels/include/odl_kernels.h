@@ -421,28 +421,67 @@ static inline void odl_matvec_ksplit(f16 *y, const f16 *w, int wpitch, const f16
 
 /* Forward on a channel tile: y[oh][ow][c] = b[c] + sum over valid taps x[ih][iw][c] * w[kh][kw][c], FP16
  * accumulation of the k*k terms (vfmac.h). All tensors of the tile have a pitch of `p` halves. */
+static inline uint32_t odl_dw_px(const uint32_t *xv, const uint32_t *wv, uint32_t acc, int c, int oh, int ow, int h,
+                                  int wd, int k, int s, int pt, int pl, int p2) {
+  for (int kh = 0; kh < k; kh++) {
+    int ih = oh * s + kh - pt;
+    if (ih < 0 || ih >= h) continue;
+    for (int kw = 0; kw < k; kw++) {
+      int iw = ow * s + kw - pl;
+      if (iw < 0 || iw >= wd) continue;
+      acc = pulp_vfmac_h(acc, xv[(ih * wd + iw) * p2 + c], wv[(kh * k + kw) * p2 + c]);
+    }
+  }
+  return acc;
+}
+
 static inline void odl_dw_fw(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
                              int k, int s, int pt, int pl, int p) {
   int lo, hi;
   odl_chunk(ho, &lo, &hi);
   const uint32_t *xv = (const uint32_t *)x, *wv = (const uint32_t *)w, *bv = (const uint32_t *)b;
+  uint32_t *yv = (uint32_t *)y;
   int p2 = p / 2;
-  for (int oh = lo; oh < hi; oh++) {
-    for (int ow = 0; ow < wo; ow++) {
-      uint32_t *yv = (uint32_t *)(y + (oh * wo + ow) * p);
-      for (int c = 0; c < c2; c++) {
-        uint32_t acc = bv ? bv[c] : 0;
-        for (int kh = 0; kh < k; kh++) {
-          int ih = oh * s + kh - pt;
-          if (ih < 0 || ih >= h) continue;
-          for (int kw = 0; kw < k; kw++) {
-            int iw = ow * s + kw - pl;
-            if (iw < 0 || iw >= wd) continue;
-            acc = pulp_vfmac_h(acc, xv[(ih * wd + iw) * p2 + c], wv[(kh * k + kw) * p2 + c]);
-          }
+  /* interior: every tap inside the image, no bounds checks */
+  int oh0 = (pt + s - 1) / s, oh1 = (h - k + pt) / s + 1, ow0 = (pl + s - 1) / s, ow1 = (wd - k + pl) / s + 1;
+  if (oh1 > ho) oh1 = ho;
+  if (ow1 > wo) ow1 = wo;
+  for (int c = 0; c < c2; c++) {
+    uint32_t bias = bv ? bv[c] : 0;
+    if (k == 3) {
+      uint32_t w0 = wv[c], w1 = wv[p2 + c], w2 = wv[2 * p2 + c], w3 = wv[3 * p2 + c], w4 = wv[4 * p2 + c],
+               w5 = wv[5 * p2 + c], w6 = wv[6 * p2 + c], w7 = wv[7 * p2 + c], w8 = wv[8 * p2 + c];
+      for (int oh = lo; oh < hi; oh++) {
+        uint32_t *yo = yv + oh * wo * p2 + c;
+        if (oh < oh0 || oh >= oh1) {
+          for (int ow = 0; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
+          continue;
         }
-        yv[c] = acc;
+        for (int ow = 0; ow < ow0; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
+        const uint32_t *r0 = xv + ((oh * s - pt) * wd + ow0 * s - pl) * p2 + c;
+        const uint32_t *r1 = r0 + wd * p2, *r2 = r1 + wd * p2;
+        uint32_t *yp = yo + ow0 * p2;
+        for (int ow = ow0; ow < ow1; ow++) {
+          uint32_t acc = pulp_vfmac_h(bias, r0[0], w0);
+          acc = pulp_vfmac_h(acc, r0[p2], w1);
+          acc = pulp_vfmac_h(acc, r0[2 * p2], w2);
+          acc = pulp_vfmac_h(acc, r1[0], w3);
+          acc = pulp_vfmac_h(acc, r1[p2], w4);
+          acc = pulp_vfmac_h(acc, r1[2 * p2], w5);
+          acc = pulp_vfmac_h(acc, r2[0], w6);
+          acc = pulp_vfmac_h(acc, r2[p2], w7);
+          acc = pulp_vfmac_h(acc, r2[2 * p2], w8);
+          *yp = acc;
+          yp += p2;
+          r0 += s * p2;
+          r1 += s * p2;
+          r2 += s * p2;
+        }
+        for (int ow = ow1; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
       }
+    } else {
+      for (int oh = lo; oh < hi; oh++)
+        for (int ow = 0; ow < wo; ow++) yv[(oh * wo + ow) * p2 + c] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
     }
   }
 }
@@ -454,26 +493,24 @@ static inline void odl_dw_ig(f16 *dx, const f16 *dy, const f16 *w, int c2, int h
   int lo, hi;
   odl_chunk(h, &lo, &hi);
   const uint32_t *dv = (const uint32_t *)dy, *wv = (const uint32_t *)w;
+  uint32_t *xv = (uint32_t *)dx;
   int p2 = p / 2;
   for (int ih = lo; ih < hi; ih++) {
+    /* taps that reach row ih: kh = (ih + pt) mod s, then every s-th; oh = (ih + pt - kh) / s */
+    int kh0 = (ih + pt) % s;
     for (int iw = 0; iw < wd; iw++) {
-      uint32_t *xv = (uint32_t *)(dx + (ih * wd + iw) * p);
-      for (int c = 0; c < c2; c++) {
-        uint32_t acc = 0;
-        for (int kh = 0; kh < k; kh++) {
-          int th = ih + pt - kh;
-          if (th < 0 || th % s) continue;
-          int oh = th / s;
-          if (oh >= ho) continue;
-          for (int kw = 0; kw < k; kw++) {
-            int tw = iw + pl - kw;
-            if (tw < 0 || tw % s) continue;
-            int ow = tw / s;
-            if (ow >= wo) continue;
-            acc = pulp_vfmac_h(acc, dv[(oh * wo + ow) * p2 + c], wv[(kh * k + kw) * p2 + c]);
-          }
+      int kw0 = (iw + pl) % s;
+      uint32_t *out = xv + (ih * wd + iw) * p2;
+      for (int c = 0; c < c2; c++) out[c] = 0;
+      for (int kh = kh0; kh < k; kh += s) {
+        int oh = (ih + pt - kh) / s;
+        if (oh < 0 || oh >= ho) continue;
+        for (int kw = kw0; kw < k; kw += s) {
+          int ow = (iw + pl - kw) / s;
+          if (ow < 0 || ow >= wo) continue;
+          const uint32_t *g = dv + (oh * wo + ow) * p2, *ww = wv + (kh * k + kw) * p2;
+          for (int c = 0; c < c2; c++) out[c] = pulp_vfmac_h(out[c], g[c], ww[c]);
         }
-        xv[c] = acc;
       }
     }
   }
@@ -490,31 +527,33 @@ static inline void odl_dw_wg(f16 *dw, f16 *db, const f16 *dy, const f16 *x, int 
   int nc = pi_cl_team_nb_cores();
   for (int it = pi_core_id(); it < items; it += nc) {
     int tap = it / c2, c = it % c2, kh = tap / k, kw = tap % k;
-    uint32_t lo32 = 0, hi32 = 0, acc = 0;
-    int n = 0;
-    for (int oh = 0; oh < ho; oh++) {
-      int ih = oh * s + kh - pt;
-      if (tap < taps && (ih < 0 || ih >= h)) continue;
-      for (int ow = 0; ow < wo; ow++) {
-        uint32_t g = dv[(oh * wo + ow) * p2 + c];
-        if (tap < taps) {
-          int iw = ow * s + kw - pl;
-          if (iw < 0 || iw >= wd) continue;
-          acc = pulp_vfmac_h(acc, g, xv[(ih * wd + iw) * p2 + c]);
-        } else {
-          acc = pulp_vfadd_h(acc, g);
-        }
-        if (++n == 8) {
-          lo32 = pulp_vfdotpex_s_h(lo32, acc, one_lo);
-          hi32 = pulp_vfdotpex_s_h(hi32, acc, one_hi);
-          acc = 0;
-          n = 0;
-        }
+    int bias = tap == taps;
+    /* output pixels whose tap (kh, kw) falls inside the image: a rectangle */
+    int oh0 = 0, oh1 = ho, ow0 = 0, ow1 = wo;
+    if (!bias) {
+      oh0 = kh < pt ? (pt - kh + s - 1) / s : 0;
+      oh1 = (h - 1 + pt - kh) / s + 1;
+      ow0 = kw < pl ? (pl - kw + s - 1) / s : 0;
+      ow1 = (wd - 1 + pl - kw) / s + 1;
+      if (oh1 > ho) oh1 = ho;
+      if (ow1 > wo) ow1 = wo;
+    }
+    uint32_t lo32 = 0, hi32 = 0;
+    for (int oh = oh0; oh < oh1; oh++) {
+      const uint32_t *g = dv + (oh * wo + ow0) * p2 + c;
+      const uint32_t *xr = xv + ((oh * s + kh - pt) * wd + ow0 * s + kw - pl) * p2 + c;
+      for (int ow = ow0; ow < ow1; ow += 8) {
+        int n = ow1 - ow < 8 ? ow1 - ow : 8;
+        uint32_t acc = 0;
+        if (bias)
+          for (int j = 0; j < n; j++, g += p2) acc = pulp_vfadd_h(acc, *g);
+        else
+          for (int j = 0; j < n; j++, g += p2, xr += s * p2) acc = pulp_vfmac_h(acc, *g, *xr);
+        lo32 = pulp_vfdotpex_s_h(lo32, acc, one_lo);
+        hi32 = pulp_vfdotpex_s_h(hi32, acc, one_hi);
       }
     }
-    lo32 = pulp_vfdotpex_s_h(lo32, acc, one_lo);
-    hi32 = pulp_vfdotpex_s_h(hi32, acc, one_hi);
-    uint32_t *dst = tap < taps ? (uint32_t *)(dw + tap * p) : (uint32_t *)db;
+    uint32_t *dst = bias ? (uint32_t *)db : (uint32_t *)(dw + tap * p);
     dst[c] = pulp_vfcpka_h_s(lo32, hi32);
   }
 }
@@ -719,4 +758,12 @@ static inline void odl_ce_grad(f16 *dz, const f16 *z, int n, int label) {
   float e[64];
   for (int i = 0; i < n; i++) sum += (e[i] = odl_expf(odl_h2f(z[i]) - m));
   for (int i = 0; i < n; i++) dz[i] = odl_f2h(e[i] / sum - (i == label ? 1.0f : 0.0f));
+}
+
+/* Zero channel `ch` of `rows` rows (pitch p halves): the pad lane of stored activations when an odd
+ * number of channels is kept and the neighbour is a real channel. */
+static inline void odl_zero_lane(f16 *x, int rows, int p, int ch) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) x[r * p + ch] = 0;
 }
