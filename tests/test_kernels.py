@@ -134,3 +134,30 @@ def test_a_wrong_kernel_fails_the_check(monkeypatch):
     monkeypatch.setattr(reference, "expected", off)
     sp = specmod.make("pw", 8, 8, 2, 2, "fw")
     assert runner.run_spec(sp)["ok"] is False
+
+
+OPS_SHAPES = {"relu6": (13, 5, 3), "hswish": (13, 5, 3), "add": (9, 4, 6), "gap": (11, 5, 5), "scale": (7, 6, 3),
+              "sigmoid": (37, 1, 1), "ce": (10, 1, 1)}
+
+
+@pytest.mark.parametrize("op", sorted(OPS_SHAPES))
+@pytest.mark.parametrize("step", ("fw", "ig"))
+@pytest.mark.parametrize("p", (1.0, 0.7))
+def test_operators(op, step, p):
+    if op == "ce" and step == "ig":
+        pytest.skip("the cross-entropy gradient is one step (fw) from the logits")
+    c, h, w = OPS_SHAPES[op]
+    r = _run(op, c, c, h, w, step, p_in=p)
+    assert r["macs"] == 0
+
+
+def test_operators_tiled_over_pixels():
+    r = _run("hswish", 64, 64, 40, 40, "ig")
+    assert r["tiles"] > 1
+
+
+def test_operator_specs_are_validated():
+    with pytest.raises(UserError, match="steps are fw and ig"):
+        specmod.make("relu6", 8, 8, 4, 4, "wg")
+    with pytest.raises(UserError, match="one vector"):
+        specmod.make("sigmoid", 8, 8, 4, 4, "fw")

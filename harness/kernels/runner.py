@@ -150,6 +150,7 @@ def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
     row.update(cycles=cycles, compute_cycles=vals.get("compute", 0), dma_wait_cycles=vals.get("dma_wait", 0),
                overhead_cycles=cycles - vals.get("compute", 0) - vals.get("dma_wait", 0),
                macs=macs, mac_per_cycle=round(macs / cycles, 4) if cycles else 0.0,
+               compute_mac_per_cycle=round(macs / vals["compute"], 4) if vals.get("compute") else 0.0,
                max_abs_err=max_err, err_over_tol=worst, ok=bool(ok), outputs=details,
                stalls=res["stalls"], total_cycles=res["cycles"], instructions=res["instructions"],
                dmas=res["dmas"])
