@@ -33,3 +33,39 @@ def training_steps(trainable: bool, first_trained: bool) -> tuple:
     if not trainable:
         return ("fw",)
     return ("fw", "wg", "update") if first_trained else ("fw", "wg", "ig", "update")
+
+
+ACT_OPS = {"relu6": "relu6", "hswish": "hswish", "sigmoid": "sigmoid"}
+
+
+def op_specs(op, network, step: str, p: float = 1.0, platform: str = "pulp-open") -> list:
+    """Kernels of the non-weight work of one forward op (step "fw") or of its backward ("ig"):
+    the activation fused after a weight layer, residual adds, the squeeze-excite pool and channel
+    scale. Dropout is the identity at the cost level (its mask multiply is not modelled)."""
+    from harness.kernels.spec import make
+
+    if step not in ("fw", "ig"):
+        return []
+    pk = p if step == "ig" else 1.0
+    specs = []
+    if op.layer is not None:
+        act = ACT_OPS.get(op.layer.act_after)
+        if act:
+            lay = op.layer
+            if act == "sigmoid":
+                specs.append(make("sigmoid", lay.c_out, lay.c_out, 1, 1, step, p_in=pk, platform=platform))
+            else:
+                specs.append(make(act, lay.c_out, lay.c_out, lay.h_out, lay.w_out, step, p_in=pk, platform=platform))
+        return specs
+    if op.kind in ("add", "global_avgpool", "se_scale"):
+        c, h, w = network.tensors[op.inputs[0]]
+        kind = {"add": "add", "global_avgpool": "gap", "se_scale": "scale"}[op.kind]
+        specs.append(make(kind, c, c, h, w, step, p_in=pk, platform=platform))
+    return specs
+
+
+def loss_spec(network, platform: str = "pulp-open"):
+    """The cross-entropy gradient from the classifier's logits, once per trained sample."""
+    from harness.kernels.spec import make
+
+    return make("ce", network.num_classes, network.num_classes, 1, 1, "fw", platform=platform)
