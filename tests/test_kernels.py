@@ -161,3 +161,26 @@ def test_operator_specs_are_validated():
         specmod.make("relu6", 8, 8, 4, 4, "wg")
     with pytest.raises(UserError, match="one vector"):
         specmod.make("sigmoid", 8, 8, 4, 4, "fw")
+
+
+@pytest.mark.parametrize("kind,step", [("pw", "wg"), ("dw", "fw"), ("linear", "update"), ("scale", "ig")])
+def test_output_dump_mode(kind, step, tmp_path):
+    """The path GVSoC runs take: the program prints its outputs (-DODL_DUMP) and polls instead of wfi;
+    parsed back from stdout they check exactly as when read from memory."""
+    from harness import platform as platmod, toolchain
+    from harness.backends import embedded
+    from harness.kernels import codegen, reference
+
+    c = 9 if kind != "linear" else 20
+    h = 1 if kind == "linear" else 3
+    sp = specmod.make(kind, c, c if kind != "pw" else 13, h, h, step, p_in=0.7)
+    plat = platmod.load("pulp-open")
+    ins = reference.make_inputs(sp)
+    prog = codegen.generate(sp, plat, ins)
+    srcs = runner.write_sources(prog, tmp_path)
+    elf = toolchain.build(srcs, tmp_path / "k.elf", plat, include_dirs=[runner.KERNEL_INCLUDE],
+                          defines=["ODL_DUMP", "PULP_FC_WAIT_POLL"])
+    res = embedded.run(elf, plat)
+    assert "ODLOUT" in res["stdout"]
+    res["memory"] = runner.parse_dump(res["stdout"], prog)
+    assert runner.check(sp, prog, ins, res, "dump")["ok"]

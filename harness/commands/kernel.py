@@ -63,6 +63,8 @@ def add_arguments(p):
     p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM)
     p.add_argument("--json", action="store_true", help="print one JSON list, one object per step")
     p.add_argument("--keep", metavar="DIR", help="keep the generated sources and ELF in DIR")
+    p.add_argument("--backend", choices=("embedded", "gvsoc"), default="embedded",
+                   help="simulator to run on (gvsoc: see 'Running on GVSoC' in the README)")
 
 
 def specs_from_args(a) -> list:
@@ -83,7 +85,7 @@ def run(args) -> int:
     rows = []
     for sp in specs:
         work = Path(args.keep) / sp.step if args.keep else None
-        rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep)))
+        rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
     if args.json:
         print(json.dumps(rows))
     else:

@@ -104,6 +104,9 @@ class _Gen:
         out.append("  odl_dma_wait(&dout);\n  odl_result[0] = pulp_mcycle() - t0;\n  odl_result[1] = odl_t_compute;\n"
                    "  odl_result[2] = odl_t_dma;\n}\n")
         out.insert(1, "static volatile uint32_t odl_result[3];")
+        table = [f"  {{ (const uint32_t *){sym}, {t.halves // 2} }}," for sym, (t, _) in self.l2_out.items()]
+        out.append("#ifdef ODL_DUMP\nstatic const struct { const uint32_t *data; unsigned words; } odl_outputs[] = {\n"
+                   + "\n".join(table) + "\n};\n#endif")
         out.append(MAIN)
         return "\n".join(out)
 
@@ -118,6 +121,15 @@ int main(void) {
   pi_cluster_open(&cl);
   pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, odl_cluster, 0));
   printf("ODL cycles %u compute %u dma_wait %u\n", odl_result[0], odl_result[1], odl_result[2]);
+#ifdef ODL_DUMP
+  /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line. */
+  for (unsigned t = 0; t < sizeof(odl_outputs) / sizeof(odl_outputs[0]); t++)
+    for (unsigned i = 0; i < odl_outputs[t].words; i += 8) {
+      printf("ODLOUT %u %u", t, i);
+      for (unsigned j = i; j < i + 8 && j < odl_outputs[t].words; j++) printf(" %08x", odl_outputs[t].data[j]);
+      printf("\n");
+    }
+#endif
   return 0;
 }
 """

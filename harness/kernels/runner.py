@@ -72,7 +72,20 @@ def provenance(spec: KernelSpec) -> dict:
             "simulator": embedded.version(), "backend": "embedded"}
 
 
-def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) -> dict:
+def parse_dump(stdout: str, prog: codegen.Program) -> dict:
+    """Output tensors printed by a program built with -DODL_DUMP: `ODLOUT tensor word w0 .. w7`."""
+    syms = list(prog.outputs)
+    words = {sym: np.zeros(prog.outputs[sym][0].halves // 2, dtype="<u4") for sym in syms}
+    for line in stdout.splitlines():
+        if line.startswith("ODLOUT "):
+            parts = line.split()
+            t, i = int(parts[1]), int(parts[2])
+            vals = [int(x, 16) for x in parts[3:]]
+            words[syms[t]][i:i + len(vals)] = vals
+    return {sym: w.tobytes() for sym, w in words.items()}
+
+
+def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, backend: str = "embedded") -> dict:
     plat = platmod.load(spec.platform)
     ins = reference.make_inputs(spec)
     prog = codegen.generate(spec, plat, ins)
@@ -82,6 +95,18 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False) 
         workdir = Path(tmp.name)
     try:
         srcs = write_sources(prog, workdir)
+        if backend == "gvsoc":
+            from harness.backends import gvsoc
+
+            gvsoc.require()
+            gvsoc.check_platform(plat)
+            elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
+                                  defines=["ODL_DUMP", "PULP_FC_WAIT_POLL"])
+            res = gvsoc.run(elf, plat)
+            res["memory"] = parse_dump(res.get("stdout", ""), prog)
+            return check(spec, prog, ins, res, _source_hash(prog))
+        elif backend != "embedded":
+            raise UserError(f"unknown backend '{backend}'; choose embedded or gvsoc")
         elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE])
         program = elfmod.load(elf)
         reads = {}
@@ -108,12 +133,11 @@ def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
     if res["status"] != "exit" or res["exit_code"] != 0:
         f = res.get("fault") or {}
         raise UserError(f"{spec.name}: the kernel program did not finish ({res['status']}: {f.get('kind', '')} {f.get('detail', '')})")
-    fields = dict(line.split(" ", 1) for line in res["stdout"].splitlines() if line.startswith("ODL "))
-    parts = res["stdout"].split("ODL ", 1)[1].split() if "ODL " in res["stdout"] else []
+    line = next((ln for ln in res["stdout"].splitlines() if ln.startswith("ODL ")), "")
+    parts = line.split()[1:]
     vals = dict(zip(parts[::2], map(int, parts[1::2])))
     if "cycles" not in vals:
         raise UserError(f"{spec.name}: the kernel program printed no cycle line")
-    del fields
     exp = reference.expected(spec, ins)
     worst, ok, max_err = 0.0, True, 0.0
     details = {}
