@@ -34,7 +34,7 @@ REFERENCE = {("pw", "fw"): 3.07, ("pw", "wg"): 3.29, ("pw", "ig"): 2.78, ("dw", 
 
 def _one(job):
     label, shape, step, plat, p = job
-    sp = specmod.make(step=step, platform=plat, p_in=p, **shape)
+    sp = specmod.make(step=step, platform=plat, p_in=p, placement="l2", **shape)
     r = runner.run_spec(sp)
     return job, (r["mac_per_cycle"], r["compute_mac_per_cycle"]), r["ok"], r["cycles"]
 

@@ -184,3 +184,19 @@ def test_output_dump_mode(kind, step, tmp_path):
     assert "ODLOUT" in res["stdout"]
     res["memory"] = runner.parse_dump(res["stdout"], prog)
     assert runner.check(sp, prog, ins, res, "dump")["ok"]
+
+
+def test_placement_moves_external_tensors_with_the_peripheral_dma():
+    """method.md's placement: weights, gradients and stored activations go through HyperRAM (or flash
+    for a frozen layer) and the transfers are part of the measured cycles."""
+    rows = {}
+    for placement in ("method", "frozen", "l2"):
+        rows[placement] = _run("pw", 32, 40, 6, 6, "fw", platform="paper", placement=placement)
+    m, f, l2 = rows["method"], rows["frozen"], rows["l2"]
+    assert m["ext_in_cycles"] > 32 * 40 * 2  # the weights came from RAM at about a byte per cycle
+    assert m["ext_out_cycles"] > 6 * 6 * 32 * 2 * 0.9  # the stored activations went back
+    assert "xs" not in f["outputs"] and f["ext_out_cycles"] < 100
+    assert l2["ext_in_cycles"] < 100 and l2["cycles"] < m["cycles"]
+    assert m["cycles"] == m["cluster_cycles"] + m["ext_in_cycles"] + m["ext_out_cycles"]
+    up = _run("pw", 32, 40, 6, 6, "update", platform="paper", p_in=0.6)
+    assert up["ext_in_cycles"] > 0 and up["ext_out_cycles"] > 0

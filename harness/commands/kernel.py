@@ -61,6 +61,8 @@ def add_arguments(p):
     p.add_argument("--p-in", type=_float("--p-in"), help="partiality of the input channels")
     p.add_argument("--p-out", type=_float("--p-out"), help="partiality of the output-gradient channels")
     p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM)
+    p.add_argument("--placement", choices=("method", "frozen", "l2"), default="method",
+                   help="where tensors start: method.md's placement (default), a frozen layer's, or all in L2")
     p.add_argument("--json", action="store_true", help="print one JSON list, one object per step")
     p.add_argument("--keep", metavar="DIR", help="keep the generated sources and ELF in DIR")
     p.add_argument("--backend", choices=("embedded", "gvsoc"), default="embedded",
@@ -75,7 +77,7 @@ def specs_from_args(a) -> list:
     platmod.load(a.platform)
     steps = specmod.STEPS if a.step == "all" else (a.step,)
     return [specmod.make(a.kind, a.cin, a.cout, a.hw[0], a.hw[1], st, k=a.k, stride=a.stride, pad=a.pad,
-                         p_in=p_in, p_out=p_out, platform=a.platform) for st in steps]
+                         p_in=p_in, p_out=p_out, platform=a.platform, placement=a.placement) for st in steps]
 
 
 def run(args) -> int:
@@ -101,12 +103,12 @@ def _table(rows):
     first = rows[0]
     t = Table(title=f"{first['kind']} {first['cin']}->{first['cout']} at {first['h']}x{first['w']}, "
                     f"k_in {first['k_in']} k_out {first['k_out']}, {first['platform']}")
-    for col in ("step", "cycles", "MACs", "MAC/cycle", "compute", "DMA wait", "overhead", "tiles", "L1 bytes",
-                "max |err|", "ok"):
+    for col in ("step", "cycles", "MACs", "MAC/cycle", "ext in", "compute", "DMA wait", "overhead", "ext out",
+                "tiles", "L1 bytes", "max |err|", "ok"):
         t.add_column(col, justify="right")
     for r in rows:
-        t.add_row(r["step"], f"{r['cycles']:,}", f"{r['macs']:,}", f"{r['mac_per_cycle']:.2f}",
-                  f"{r['compute_cycles']:,}", f"{r['dma_wait_cycles']:,}", f"{r['overhead_cycles']:,}",
+        t.add_row(r["step"], f"{r['cycles']:,}", f"{r['macs']:,}", f"{r['mac_per_cycle']:.2f}", f"{r['ext_in_cycles']:,}",
+                  f"{r['compute_cycles']:,}", f"{r['dma_wait_cycles']:,}", f"{r['overhead_cycles']:,}", f"{r['ext_out_cycles']:,}",
                   str(r["tiles"]), f"{r['l1_bytes']:,}", f"{r['max_abs_err']:.2e}", "yes" if r["ok"] else "NO")
     con = Console(highlight=False, width=max(150, Console().width))
     con.print(t)

@@ -68,6 +68,18 @@ class _Gen:
         self.l2_out[sym] = (t, ref or name)
         return sym, t
 
+    def external(self):
+        """(symbol, bytes, location, is_input, is_output) of every tensor outside L2."""
+        out = []
+        syms = list(self.l2_in) + [s for s in self.l2_out if s not in self.l2_in]
+        for sym in syms:
+            loc = self.spec.location(sym[2:])
+            if loc == "l2":
+                continue
+            nbytes = self.l2_in[sym].size * 2 if sym in self.l2_in else self.l2_out[sym][0].nbytes
+            out.append((sym, nbytes, loc, sym in self.l2_in, sym in self.l2_out))
+        return out
+
     def buf(self, name: str, nbytes: int, ctype: str = "uint32_t") -> str:
         self.l1.append((name, max(4, (nbytes + 3) // 4 * 4), ctype))
         return name
@@ -82,6 +94,43 @@ class _Gen:
     def fork(self, fn: str, **tile) -> None:
         vals = ", ".join(f".{k} = {v}" for k, v in tile.items())
         self.body.append(f"  {{ static const odl_tile_t t = {{ {vals} }}; odl_fork({fn}, (void *)&t); }}")
+
+    def main(self) -> str:
+        """The FC's part: place the external tensors (untimed), then time reading them into L2, the
+        cluster task and writing the results back with the peripheral DMA."""
+        ext = self.external()
+        lines = [MAIN_HEAD]
+        if any(loc == "ram" for _, _, loc, _, _ in ext):
+            lines.append("  pi_hyperram_conf_init(&rconf);\n  pi_open_from_conf(&ram, &rconf);\n  pi_ram_open(&ram);")
+        if any(loc == "flash" for _, _, loc, _, _ in ext):
+            lines.append("  pi_hyperflash_conf_init(&fconf);\n  pi_open_from_conf(&flash, &fconf);\n  pi_flash_open(&flash);")
+        flash_next = 0
+        for sym, nbytes, loc, is_in, _ in ext:
+            if loc == "ram":
+                lines.append(f"  uint32_t x_{sym};\n  pi_ram_alloc(&ram, &x_{sym}, {nbytes});")
+            else:
+                lines.append(f"  uint32_t x_{sym} = {flash_next};")
+                flash_next += (nbytes + 15) // 16 * 16
+            if is_in:  # the data starts outside; the L2 copy is cleared so the timed read must bring it
+                lines.append(_ext_call(loc, True, f"x_{sym}", sym, nbytes))
+                lines.append(f"  memset({sym}, 0, {nbytes});")
+        lines.append("  uint32_t t0 = pulp_mcycle();")
+        for sym, nbytes, loc, is_in, _ in ext:
+            if is_in:
+                lines.append(_ext_call(loc, False, f"x_{sym}", sym, nbytes))
+        lines.append("  uint32_t t1 = pulp_mcycle();")
+        lines.append("  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, odl_cluster, 0));")
+        lines.append("  uint32_t t2 = pulp_mcycle();")
+        for sym, nbytes, loc, _, is_out in ext:
+            if is_out:
+                lines.append(_ext_call(loc, True, f"x_{sym}", sym, nbytes))
+        lines.append("  uint32_t t3 = pulp_mcycle();")
+        for sym, nbytes, loc, _, is_out in ext:  # read back what landed outside, for the check
+            if is_out:
+                lines.append(f"  memset({sym}, 0, {nbytes});")
+                lines.append(_ext_call(loc, False, f"x_{sym}", sym, nbytes))
+        lines.append(MAIN_TAIL)
+        return "\n".join(lines)
 
     def l1_total(self) -> int:
         return sum(b for _, b, _ in self.l1)
@@ -107,20 +156,26 @@ class _Gen:
         table = [f"  {{ (const uint32_t *){sym}, {t.halves // 2} }}," for sym, (t, _) in self.l2_out.items()]
         out.append("#ifdef ODL_DUMP\nstatic const struct { const uint32_t *data; unsigned words; } odl_outputs[] = {\n"
                    + "\n".join(table) + "\n};\n#endif")
-        out.append(MAIN)
+        out.append(self.main())
         return "\n".join(out)
 
 
-MAIN = r"""
+MAIN_HEAD = r"""
 int main(void) {
-  struct pi_device cl;
+  struct pi_device cl, ram, flash;
   struct pi_cluster_conf conf;
+  struct pi_hyperram_conf rconf;
+  struct pi_hyperflash_conf fconf;
   struct pi_cluster_task task;
+  (void)ram; (void)flash; (void)rconf; (void)fconf;
   pi_cluster_conf_init(&conf);
   pi_open_from_conf(&cl, &conf);
   pi_cluster_open(&cl);
-  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, odl_cluster, 0));
-  printf("ODL cycles %u compute %u dma_wait %u\n", odl_result[0], odl_result[1], odl_result[2]);
+"""
+
+MAIN_TAIL = r"""
+  printf("ODL cycles %u cluster %u ext_in %u ext_out %u compute %u dma_wait %u\n", t3 - t0, t2 - t1, t1 - t0, t3 - t2,
+         odl_result[1], odl_result[2]);
 #ifdef ODL_DUMP
   /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line. */
   for (unsigned t = 0; t < sizeof(odl_outputs) / sizeof(odl_outputs[0]); t++)
@@ -133,6 +188,12 @@ int main(void) {
   return 0;
 }
 """
+
+
+def _ext_call(loc: str, write: bool, ext: str, sym: str, nbytes: int) -> str:
+    if loc == "ram":
+        return f"  pi_ram_{'write' if write else 'read'}(&ram, {ext}, {sym}, {nbytes});"
+    return f"  pi_flash_{'program' if write else 'read'}(&flash, {ext}, {sym}, {nbytes});"
 
 
 def _addr(sym: str, halves: int) -> str:
@@ -318,7 +379,9 @@ def gen_pw_fw(g: _Gen, ins: dict):
     w_sym, w = g.tensor_in("w", ins["w"].reshape(s.cout, -1))
     b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
     y_sym, y = g.tensor_out("y", (s.h_out * s.w_out, s.cout))
-    xs_sym, xs = g.tensor_out("xs", (s.h * s.w, s.k_in))
+    store = s.placement != "frozen"  # frozen layers keep no activations for a backward pass
+    if store:
+        xs_sym, xs = g.tensor_out("xs", (s.h * s.w, s.k_in))
     if s.kind == "conv":
         im = dict(w_out=s.w_out, h_in=s.h, w_in=s.w, cin=s.cin, k=s.k, stride=s.stride, pad_top=s.pad[2], pad_left=s.pad[0])
         _matmul_fw_ig(g, x_sym, x, (w_sym, w), s.h_out * s.w_out, s.cout, s.k * s.k * s.cin, y_sym, y, b_sym,
@@ -326,7 +389,8 @@ def gen_pw_fw(g: _Gen, ins: dict):
     else:
         _matmul_fw_ig(g, x_sym, x, (w_sym, w), s.h * s.w, s.cout, x.pitch, y_sym, y, b_sym, "rows", "rows")
     g.body.append("  odl_dma_wait(&dout);")
-    _keep_pass(g, x_sym, x, xs_sym, xs, reuse=_largest(g))
+    if store:
+        _keep_pass(g, x_sym, x, xs_sym, xs, reuse=_largest(g))
 
 
 def gen_pw_ig(g: _Gen, ins: dict):
@@ -456,7 +520,8 @@ def gen_linear(g: _Gen, ins: dict):
         w_sym, w = g.tensor_in("w", ins["w"])
         b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
         y_sym, y = g.tensor_out("y", (1, s.cout))
-        xs_sym, xs = g.tensor_out("xs", (1, s.k_in))
+        store = s.placement != "frozen"
+        xs_sym, xs = g.tensor_out("xs", (1, s.k_in)) if store else (None, info("xs", (1, s.k_in)))
         fixed = x.pitch * 2 * 2 + cp(s.cout) * 2 * 2 + xs.pitch * 2
         rows = planmod.plan_rows(s, g.plat, s.cout, lambda r: fixed + r * w.pitch * 2, step=4)
         lx, lw, ly, lb = (g.buf("l1_x", x.pitch * 2), g.buf("l1_w", rows * w.pitch * 2),
@@ -479,9 +544,10 @@ def gen_linear(g: _Gen, ins: dict):
             g.body.append(f"  odl_dma_1d(&din, {_addr(w_sym, r0 * w.pitch)}, (uint32_t){lw}, {n * w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
             g.body.append("  odl_dma_wait(&din);")
             g.fork(fn, rows=n, aux=r0)
-        g.fork(g.func(f"  if (pi_core_id() == 0) odl_keep_channels((f16 *){lxs}, (const f16 *){lx}, 1, {x.pitch}, {s.k_in}, {xs.pitch});"))
         g.body.append(f"  odl_dma_1d(&dout, (uint32_t){y_sym}, (uint32_t){ly}, {y.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
-        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){xs_sym}, (uint32_t){lxs}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        if store:
+            g.fork(g.func(f"  if (pi_core_id() == 0) odl_keep_channels((f16 *){lxs}, (const f16 *){lx}, 1, {x.pitch}, {s.k_in}, {xs.pitch});"))
+            g.body.append(f"  odl_dma_1d(&dout, (uint32_t){xs_sym}, (uint32_t){lxs}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     elif s.step == "ig":
         dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(1, s.k_out))
         w_sym, w = g.tensor_in("w", ins["w"])
@@ -530,7 +596,8 @@ def gen_dw(g: _Gen, ins: dict):
         w_sym, w = g.tensor_in("w", ins["w"].reshape(kk, s.cin))
         b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
         y_sym, y = g.tensor_out("y", (ohw, s.cin))
-        xs_sym, xs = g.tensor_out("xs", (hw, s.k_in))
+        if s.placement != "frozen":
+            xs_sym, xs = g.tensor_out("xs", (hw, s.k_in))
         srcs = [(x_sym, x, hw, "x"), (w_sym, w, kk, "w")] + ([(b_sym, info("b", (1, s.cin)), 1, "b")] if b_sym else [])
         outs = [(y_sym, y, ohw)]
         body = "  odl_dw_fw((f16 *)T->dst, (const f16 *){x}, (const f16 *){w}, " + ("(const f16 *){b}" if b_sym else "0") + f", T->cols, {geo}, T->pitch);"
@@ -554,7 +621,8 @@ def gen_dw(g: _Gen, ins: dict):
                 f", (const f16 *){{dy}}, (const f16 *){{xs}}, T->cols, {geo}, T->pitch);")
         channels = s.k_in
     out_rows = sum(r for _, _, r in outs)
-    compact = s.step == "fw" and s.k_in < s.cin  # stored activations need their own rows when fewer are kept
+    store = s.step == "fw" and s.placement != "frozen"
+    compact = store and s.k_in < s.cin  # stored activations need their own rows when fewer are kept
 
     def mem(tc):
         return (sum(r for _, _, r, _ in srcs) + out_rows + (hw if compact else 0)) * cp(tc) * 2
@@ -575,7 +643,7 @@ def gen_dw(g: _Gen, ins: dict):
         g.fork(fn, dst=obufs[0], src=obufs[1] if len(obufs) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
         for (sym, t, rows), ob in zip(outs, obufs):
             g.body.append(f"  odl_dma_2d(&dout, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
-        if s.step == "fw" and c0 < s.k_in:  # stored activations: the kept channels of this tile, from L1
+        if store and c0 < s.k_in:  # stored activations: the kept channels of this tile, from L1
             keep = min(n, s.k_in - c0)
             src = bufs["x"]
             if keep < n:  # pack the kept channels into rows of their own (pad lane zero)

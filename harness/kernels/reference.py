@@ -206,8 +206,11 @@ def expected(spec: KernelSpec, ins: dict) -> dict:
         if spec.bias:
             y = y + ins["b"].astype(np.float64)
             mag = mag + np.abs(ins["b"].astype(np.float64))
-        xs = ins["x"][:, :, :spec.k_in].astype(np.float64)
-        return {"y": (y, mag), "xs": (xs, np.abs(xs))}
+        out = {"y": (y, mag)}
+        if spec.placement != "frozen":
+            xs = ins["x"][:, :, :spec.k_in].astype(np.float64)
+            out["xs"] = (xs, np.abs(xs))
+        return out
     if spec.step == "wg":
         dw, mag = weight_grad(ins["xs"], ins["dy"], spec)
         out = {"dw": (dw, mag)}

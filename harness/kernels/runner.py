@@ -171,8 +171,11 @@ def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
             ok = ok and not (err > 0).any()
     cycles = vals["cycles"]
     macs = spec.macs()
-    row.update(cycles=cycles, compute_cycles=vals.get("compute", 0), dma_wait_cycles=vals.get("dma_wait", 0),
-               overhead_cycles=cycles - vals.get("compute", 0) - vals.get("dma_wait", 0),
+    cluster = vals.get("cluster", cycles)
+    row.update(cycles=cycles, cluster_cycles=cluster, ext_in_cycles=vals.get("ext_in", 0),
+               ext_out_cycles=vals.get("ext_out", 0), compute_cycles=vals.get("compute", 0),
+               dma_wait_cycles=vals.get("dma_wait", 0),
+               overhead_cycles=cluster - vals.get("compute", 0) - vals.get("dma_wait", 0),
                macs=macs, mac_per_cycle=round(macs / cycles, 4) if cycles else 0.0,
                compute_mac_per_cycle=round(macs / vals["compute"], 4) if vals.get("compute") else 0.0,
                max_abs_err=max_err, err_over_tol=worst, ok=bool(ok), outputs=details,

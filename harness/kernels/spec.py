@@ -56,6 +56,12 @@ class KernelSpec:
     bias: bool = True
     lr: float = 1e-3
     seed: int = 1
+    # Where the step's tensors start and end (method.md, "data placement"):
+    #   "method"  a trainable layer: weights, gradient accumulators and stored activations in external
+    #             RAM, moved by the peripheral DMA; the activations flowing between layers in L2
+    #   "frozen"  a frozen layer's forward: weights in flash, no stored activations
+    #   "l2"      every tensor already in L2 (kernel efficiency on its own)
+    placement: str = "method"
 
     # ---- derived shapes ----
     @property
@@ -76,12 +82,23 @@ class KernelSpec:
             return self.k_in
         return kept_channels(self.p_out, self.cout)
 
+    def location(self, tensor: str) -> str:
+        """'l2', 'ram' or 'flash': where tensor `tensor` of this step lives outside the cluster."""
+        if self.placement == "l2" or self.kind in OPS:
+            return "l2"
+        if tensor in ("w", "b"):
+            return "flash" if self.placement == "frozen" else "ram"
+        if tensor in ("xs", "dw", "db"):
+            return "ram"
+        return "l2"
+
     @property
     def name(self) -> str:
         pad = "" if not any(self.pad) else "_pad" + "-".join(map(str, self.pad))
         geo = f"k{self.k}s{self.stride}{pad}" if self.kind in ("conv", "dw") else ""
         part = f"p{self.p_in:g}" if self.kind == "dw" or self.p_in == self.p_out else f"pi{self.p_in:g}po{self.p_out:g}"
-        return f"{self.kind}_{self.cin}x{self.cout}_{self.h}x{self.w}_{geo}{'_' if geo else ''}{self.step}_{part}_{self.platform}"
+        where = "" if self.placement == "method" or self.kind in OPS else f"_{self.placement}"
+        return f"{self.kind}_{self.cin}x{self.cout}_{self.h}x{self.w}_{geo}{'_' if geo else ''}{self.step}_{part}{where}_{self.platform}"
 
     def macs(self) -> int:
         """MACs of this step (the cost model's formulas, harness/costmodel.py); operators have none."""
@@ -170,6 +187,11 @@ def make(kind: str, cin: int, cout: int, h: int, w: int, step: str, k: int | Non
         p_out = p_in
     if kind == "dw" and p_out != p_in:
         raise UserError("a depthwise layer takes one partiality: use --p")
+    placement = kw.get("placement", "method")
+    if placement not in ("method", "frozen", "l2"):
+        raise UserError(f"unknown placement '{placement}'; choose method, frozen or l2")
+    if placement == "frozen" and step != "fw":
+        raise UserError("a frozen layer runs only its forward step (fw)")
     spec = KernelSpec(kind=kind, cin=cin, cout=cout, h=h, w=w, step=step, k=k, stride=stride, pad=tuple(pad),
                       p_in=p_in, p_out=p_out, platform=platform, **kw)
     if k > h + spec.pad[2] + spec.pad[3] or k > w + spec.pad[0] + spec.pad[1]:
