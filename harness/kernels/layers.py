@@ -12,19 +12,23 @@ KIND = {"pointwise": "pw", "depthwise": "dw", "conv3x3": "conv", "linear": "line
 
 
 def layer_spec(layer: Layer, step: str, p_in: float = 1.0, p_out: float = 1.0,
-               platform: str = "pulp-open") -> KernelSpec:
+               platform: str = "pulp-open", frozen: bool = False) -> KernelSpec:
+    """The kernel spec of one step of a weight layer. A frozen layer runs only fw, with its weights in
+    flash and no stored activations (placement "frozen"); a trainable one follows method.md's placement."""
     kind = KIND[layer.kind]
     bias = bool(layer.bias or layer.bn_after)
+    placement = "frozen" if frozen else "method"
     if kind == "linear":
-        return make("linear", layer.c_in, layer.c_out, 1, 1, step, p_in=p_in, p_out=p_out, platform=platform, bias=bias)
+        return make("linear", layer.c_in, layer.c_out, 1, 1, step, p_in=p_in, p_out=p_out, platform=platform, bias=bias,
+                    placement=placement)
     if kind == "pw":
         if layer.stride != 1:
             raise ValueError(f"{layer.name}: strided 1x1 convs are not supported")
         return make("pw", layer.c_in, layer.c_out, layer.h_in, layer.w_in, step, p_in=p_in, p_out=p_out,
-                    platform=platform, bias=bias)
+                    platform=platform, bias=bias, placement=placement)
     p_out = p_in if kind == "dw" else p_out
     return make(kind, layer.c_in, layer.c_out, layer.h_in, layer.w_in, step, k=layer.kernel, stride=layer.stride,
-                pad=tuple(layer.pad), p_in=p_in, p_out=p_out, platform=platform, bias=bias)
+                pad=tuple(layer.pad), p_in=p_in, p_out=p_out, platform=platform, bias=bias, placement=placement)
 
 
 def training_steps(trainable: bool, first_trained: bool) -> tuple:
