@@ -147,10 +147,10 @@ class _Gen:
             out.append(f"static PI_L1 {ctype} {name}[{size}] __attribute__((aligned(16)));")
         out.append("")
         out += self.funcs
-        out.append("static void odl_cluster(void *arg) {\n  (void)arg;\n  odl_dma_t din = {.n = 0}, dout = {.n = 0}, dpre = {.n = 0};\n"
-                   "  (void)din; (void)dout; (void)dpre;\n  uint32_t t0 = pulp_mcycle();")
+        out.append("static void odl_cluster(void *arg) {\n  (void)arg;\n  odl_dma_t din = {.n = 0}, dout = {.n = 0}, dpre = {.n = 0}, dout1 = {.n = 0};\n"
+                   "  (void)din; (void)dout; (void)dpre; (void)dout1;\n  uint32_t t0 = pulp_mcycle();")
         out += self.body
-        out.append("  odl_dma_wait(&dout);\n  odl_result[0] = pulp_mcycle() - t0;\n  odl_result[1] = odl_t_compute;\n"
+        out.append("  odl_dma_wait(&dout);\n  odl_dma_wait(&dout1);\n  odl_result[0] = pulp_mcycle() - t0;\n  odl_result[1] = odl_t_compute;\n"
                    "  odl_result[2] = odl_t_dma;\n}\n")
         out.insert(1, "static volatile uint32_t odl_result[3];")
         table = [f"  {{ (const uint32_t *){sym}, {t.halves // 2} }}," for sym, (t, _) in self.l2_out.items()]
@@ -624,32 +624,58 @@ def gen_dw(g: _Gen, ins: dict):
     store = s.step == "fw" and s.placement != "frozen"
     compact = store and s.k_in < s.cin  # stored activations need their own rows when fewer are kept
 
-    def mem(tc):
-        return (sum(r for _, _, r, _ in srcs) + out_rows + (hw if compact else 0)) * cp(tc) * 2
+    in_rows = sum(r for _, _, r, _ in srcs)
+
+    def mem(tc, sets=1):
+        return (sets * (in_rows + out_rows) + (hw if compact else 0)) * cp(tc) * 2
     tc = planmod.plan_rows(s, g.plat, channels, mem, step=2)
-    bufs = {name: g.buf(f"l1_{name}", rows * cp(tc) * 2) for _, _, rows, name in srcs}
-    obufs = [g.buf(f"l1_out{i}", rows * cp(tc) * 2) for i, (_, _, rows) in enumerate(outs)]
-    fn = g.func(body.format(**bufs))
+    sets = 1
+    if tc < channels:  # several tiles: two buffer sets, so the next tile moves while this one computes
+        try:
+            tc = planmod.plan_rows(s, g.plat, channels, lambda t: mem(t, 2), step=2)
+            sets = 2
+        except UserError:
+            pass
+    bufs = [{name: g.buf(f"l1_{name}{k}", rows * cp(tc) * 2) for _, _, rows, name in srcs} for k in range(sets)]
+    obufs = [[g.buf(f"l1_out{i}_{k}", rows * cp(tc) * 2) for i, (_, _, rows) in enumerate(outs)] for k in range(sets)]
+    fns = [g.func(body.format(**bufs[k])) for k in range(sets)]
     if compact:
         kbuf = g.buf("l1_keep", hw * cp(tc) * 2)
-        keep_fn = g.func(f"  odl_keep_channels((f16 *){kbuf}, (const f16 *){bufs['x']}, {hw}, T->pitch, T->aux, T->cols);")
-    for c0 in range(0, channels, tc):
+        keep_fns = [g.func(f"  odl_keep_channels((f16 *){kbuf}, (const f16 *){bufs[k]['x']}, {hw}, T->pitch, T->aux, T->cols);")
+                    for k in range(sets)]
+    tiles = [(c0, min(tc, channels - c0)) for c0 in range(0, channels, tc)]
+
+    def fetch(i):
+        c0, n = tiles[i]
+        return [f"  odl_dma_2d(&dpre, {_addr(sym, c0)}, (uint32_t){bufs[i % sets][name]}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"
+                for sym, t, rows, name in srcs]
+    g.body += fetch(0)
+    for i, (c0, n) in enumerate(tiles):
+        k = i % sets
+        dout = "dout" if k == 0 else "dout1"
         g.tiles += 1
-        n = min(tc, channels - c0)
-        for sym, t, rows, name in srcs:
-            g.body.append(f"  odl_dma_2d(&din, {_addr(sym, c0)}, (uint32_t){bufs[name]}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
-        g.body.append("  odl_dma_wait(&din);")
-        g.body.append("  odl_dma_wait(&dout);")
-        g.fork(fn, dst=obufs[0], src=obufs[1] if len(obufs) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
-        for (sym, t, rows), ob in zip(outs, obufs):
-            g.body.append(f"  odl_dma_2d(&dout, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        g.body.append("  odl_dma_wait(&dpre);")
+        if sets == 1:
+            g.body.append("  odl_dma_wait(&dout);")
+        if i + 1 < len(tiles):
+            if sets == 2:  # the other set's results must be out before its inputs are overwritten... they are
+                pass       # separate buffers: only its inputs are refilled, and its compute is done
+            g.body += fetch(i + 1) if sets == 2 else []
+        if sets == 2:
+            g.body.append(f"  odl_dma_wait(&{dout});")  # this set's previous results have left L1
+        g.fork(fns[k], dst=obufs[k][0], src=obufs[k][1] if len(obufs[k]) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
+        for (sym, t, rows), ob in zip(outs, obufs[k]):
+            g.body.append(f"  odl_dma_2d(&{dout}, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
         if store and c0 < s.k_in:  # stored activations: the kept channels of this tile, from L1
             keep = min(n, s.k_in - c0)
-            src = bufs["x"]
+            src = bufs[k]["x"]
             if keep < n:  # pack the kept channels into rows of their own (pad lane zero)
-                g.fork(keep_fn, aux=keep, cols=cp(keep), pitch=cp(n))
+                g.body.append("  odl_dma_wait(&dout);\n  odl_dma_wait(&dout1);")  # the keep buffer is shared
+                g.fork(keep_fns[k], aux=keep, cols=cp(keep), pitch=cp(n))
                 src = kbuf
-            g.body.append(f"  odl_dma_2d(&dout, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+            g.body.append(f"  odl_dma_2d(&{dout}, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        if sets == 1 and i + 1 < len(tiles):
+            g.body += fetch(i + 1)
 
 
 def gen_update(g: _Gen, ins: dict):

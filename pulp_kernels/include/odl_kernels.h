@@ -500,15 +500,39 @@ static inline void odl_dw_ig(f16 *dx, const f16 *dy, const f16 *w, int c2, int h
     int kh0 = (ih + pt) % s;
     for (int iw = 0; iw < wd; iw++) {
       int kw0 = (iw + pl) % s;
-      uint32_t *out = xv + (ih * wd + iw) * p2;
-      for (int c = 0; c < c2; c++) out[c] = 0;
+      /* the taps of this pixel, as (dy word offset, w word offset) pairs */
+      int ng = 0, goff[64], woff[64];
       for (int kh = kh0; kh < k; kh += s) {
         int oh = (ih + pt - kh) / s;
         if (oh < 0 || oh >= ho) continue;
         for (int kw = kw0; kw < k; kw += s) {
           int ow = (iw + pl - kw) / s;
-          if (ow < 0 || ow >= wo) continue;
-          const uint32_t *g = dv + (oh * wo + ow) * p2, *ww = wv + (kh * k + kw) * p2;
+          if (ow < 0 || ow >= wo || ng == 64) continue;
+          goff[ng] = (oh * wo + ow) * p2;
+          woff[ng++] = (kh * k + kw) * p2;
+        }
+      }
+      uint32_t *out = xv + (ih * wd + iw) * p2;
+      if (ng == 9) {
+        const uint32_t *g0 = dv + goff[0], *g1 = dv + goff[1], *g2 = dv + goff[2], *g3 = dv + goff[3], *g4 = dv + goff[4],
+                       *g5 = dv + goff[5], *g6 = dv + goff[6], *g7 = dv + goff[7], *g8 = dv + goff[8];
+        const uint32_t *w0 = wv + woff[0], *w1 = wv + woff[1], *w2 = wv + woff[2], *w3 = wv + woff[3], *w4 = wv + woff[4],
+                       *w5 = wv + woff[5], *w6 = wv + woff[6], *w7 = wv + woff[7], *w8 = wv + woff[8];
+        for (int c = 0; c < c2; c++) {
+          uint32_t acc = pulp_vfmac_h(0u, g0[c], w0[c]);
+          acc = pulp_vfmac_h(acc, g1[c], w1[c]);
+          acc = pulp_vfmac_h(acc, g2[c], w2[c]);
+          acc = pulp_vfmac_h(acc, g3[c], w3[c]);
+          acc = pulp_vfmac_h(acc, g4[c], w4[c]);
+          acc = pulp_vfmac_h(acc, g5[c], w5[c]);
+          acc = pulp_vfmac_h(acc, g6[c], w6[c]);
+          acc = pulp_vfmac_h(acc, g7[c], w7[c]);
+          out[c] = pulp_vfmac_h(acc, g8[c], w8[c]);
+        }
+      } else {
+        for (int c = 0; c < c2; c++) out[c] = 0;
+        for (int t = 0; t < ng; t++) {
+          const uint32_t *g = dv + goff[t], *ww = wv + woff[t];
           for (int c = 0; c < c2; c++) out[c] = pulp_vfmac_h(out[c], g[c], ww[c]);
         }
       }
