@@ -201,3 +201,12 @@ def test_placement_moves_external_tensors_with_the_peripheral_dma():
     assert m["cycles"] == m["cluster_cycles"] + m["ext_in_cycles"] + m["ext_out_cycles"]
     up = _run("pw", 32, 40, 6, 6, "update", platform="paper", p_in=0.6)
     assert up["ext_in_cycles"] > 0 and up["ext_out_cycles"] > 0
+
+
+def test_depthwise_forward_row_tiles():
+    """A feature map larger than L1 for even one channel pair (PhiNet's 128x128 stem on pulp-open):
+    tiles of output rows with their input halo."""
+    r = _run("dw", 3, 3, 128, 128, "fw", stride=2, pad=(0, 1, 0, 1), placement="frozen")
+    assert r["tiles"] > 3
+    r = _run("dw", 4, 4, 100, 100, "fw", stride=1, placement="frozen")
+    assert r["tiles"] > 3

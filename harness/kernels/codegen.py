@@ -628,6 +628,8 @@ def gen_dw(g: _Gen, ins: dict):
 
     def mem(tc, sets=1):
         return (sets * (in_rows + out_rows) + (hw if compact else 0)) * cp(tc) * 2
+    if s.step == "fw" and mem(2) > planmod.l1_budget(g.plat):
+        return _dw_fw_rows(g, s, srcs, outs, store, geo)
     tc = planmod.plan_rows(s, g.plat, channels, mem, step=2)
     sets = 1
     if tc < channels:  # several tiles: two buffer sets, so the next tile moves while this one computes
@@ -676,6 +678,45 @@ def gen_dw(g: _Gen, ins: dict):
             g.body.append(f"  odl_dma_2d(&{dout}, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
         if sets == 1 and i + 1 < len(tiles):
             g.body += fetch(i + 1)
+
+
+def _dw_fw_rows(g: _Gen, s, srcs, outs, store, geo):
+    """Depthwise forward of a feature map too large for one channel pair: tiles of 2 channels x output
+    rows, each with the input rows it reads (halo included)."""
+    (x_sym, x, _, _), (w_sym, w, kk, _) = srcs[0], srcs[1]
+    b = srcs[2] if len(srcs) > 2 else None
+    y_sym, y, _ = outs[0]
+    wd, row_in, row_out = s.w, s.w * 4, s.w_out * 4  # bytes of one row of a 2-channel tile
+
+    def in_rows(tr):
+        return min(s.h, (tr - 1) * s.stride + s.k)
+
+    def mem(tr):
+        return in_rows(tr) * row_in + tr * row_out + kk * 4 + 4 + (in_rows(tr) * row_in if store else 0)
+    tr = planmod.plan_rows(s, g.plat, s.h_out, mem)
+    lx, ly = g.buf("l1_x", in_rows(tr) * row_in), g.buf("l1_y", tr * row_out)
+    lw, lb = g.buf("l1_w", kk * 4), g.buf("l1_b", 4)
+    fn = g.func(f"  odl_dw_fw_rows((f16 *){ly} - T->aux * {s.w_out * 2}, (const f16 *){lx} - T->aux2 * {wd * 2}, "
+                f"(const f16 *){lw}, " + ("(const f16 *)" + lb if b else "0") + f", 1, {geo}, 2, T->aux, T->rows);")
+    xs_sym = "g_xs" if store else None
+    for c0 in range(0, s.cin, 2):
+        g.body.append(f"  odl_dma_2d(&din, {_addr(w_sym, c0)}, (uint32_t){lw}, 4, {kk}, {w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        if b:
+            g.body.append(f"  odl_dma_1d(&din, {_addr(b[0], c0)}, (uint32_t){lb}, 4, PI_CL_DMA_DIR_EXT2LOC);")
+        for oh0 in range(0, s.h_out, tr):
+            oh1 = min(s.h_out, oh0 + tr)
+            g.tiles += 1
+            ih0 = max(0, oh0 * s.stride - s.pad[2])
+            ih1 = min(s.h, (oh1 - 1) * s.stride - s.pad[2] + s.k)
+            g.body.append(f"  odl_dma_2d(&din, {_addr(x_sym, ih0 * wd * x.pitch + c0)}, (uint32_t){lx}, 4, {(ih1 - ih0) * wd}, {x.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            g.body.append("  odl_dma_wait(&din);")
+            g.body.append("  odl_dma_wait(&dout);")
+            g.fork(fn, rows=oh1, aux=oh0, aux2=ih0)
+            g.body.append(f"  odl_dma_2d(&dout, {_addr(y_sym, oh0 * s.w_out * y.pitch + c0)}, (uint32_t){ly}, 4, {(oh1 - oh0) * s.w_out}, {y.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        if store and c0 < s.k_in:
+            raise UserError(f"{s.name}: storing activations of a row-tiled depthwise layer is not supported; "
+                            f"train this layer on a platform with a larger L1")
+    g.body.append("  odl_dma_wait(&dout);")
 
 
 def gen_update(g: _Gen, ins: dict):

@@ -435,10 +435,14 @@ static inline uint32_t odl_dw_px(const uint32_t *xv, const uint32_t *wv, uint32_
   return acc;
 }
 
-static inline void odl_dw_fw(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
-                             int k, int s, int pt, int pl, int p) {
+/* Output rows [r0, r1) of the layer; the caller may pass x and y shifted so that rows outside the tile
+ * held in L1 are never touched (row tiling of large feature maps). */
+static inline void odl_dw_fw_rows(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
+                                  int k, int s, int pt, int pl, int p, int r0, int r1) {
   int lo, hi;
-  odl_chunk(ho, &lo, &hi);
+  odl_chunk(r1 - r0, &lo, &hi);
+  lo += r0;
+  hi += r0;
   const uint32_t *xv = (const uint32_t *)x, *wv = (const uint32_t *)w, *bv = (const uint32_t *)b;
   uint32_t *yv = (uint32_t *)y;
   int p2 = p / 2;
@@ -484,6 +488,11 @@ static inline void odl_dw_fw(f16 *y, const f16 *x, const f16 *w, const f16 *b, i
         for (int ow = 0; ow < wo; ow++) yv[(oh * wo + ow) * p2 + c] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
     }
   }
+}
+
+static inline void odl_dw_fw(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
+                             int k, int s, int pt, int pl, int p) {
+  odl_dw_fw_rows(y, x, w, b, c2, h, wd, ho, wo, k, s, pt, pl, p, 0, ho);
 }
 
 /* Input gradient on a channel tile: dx[ih][iw][c] = sum over taps that reach (ih, iw) of
