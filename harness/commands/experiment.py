@@ -1,12 +1,13 @@
 """`pulp-odl experiment NAME`: run an experiment of experiments/*.toml and write its result tables."""
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.commands.layers import console as stdout_console
-from harness.errors import UserError
 from harness.experiments import pipeline, spec as specmod, tables
 
 NAME = "experiment"
@@ -15,12 +16,13 @@ ORDER = 45
 
 
 def _jobs(text: str) -> int:
+    """argparse type: a bad value is argparse's own one-line error (exit 2)."""
     try:
         n = int(text)
     except ValueError:
-        raise UserError(f"--jobs: '{text}' is not an integer") from None
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
     if n < 1:
-        raise UserError(f"--jobs must be at least 1, got {n}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
 
 
@@ -37,14 +39,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     res = pipeline.run_experiment(args.name, platforms=tuple(args.platform or ()), jobs=args.jobs,
                                   use_cache=not args.no_cache, results=args.results, console=err,
                                   progress=not args.quiet)
-    if not res.ok:
-        err.print(pipeline.error_table(res.outcome))
-        err.print(f"{res.plan.experiment.name}: no tables written; {len(res.outcome.errors)} kernel(s) failed")
-        return 1
     out = stdout_console()
     if not args.quiet:
         title = f"{res.plan.experiment.name}: {res.plan.experiment.description}"
@@ -53,4 +51,11 @@ def run(args) -> int:
         else:
             out.print(tables.kernel_table(res.frames["kernels"], title))
     out.print(f"wrote {', '.join(sorted(p.name for p in res.outdir.iterdir()))} in {res.outdir}")
+    if not res.ok:
+        err.print(pipeline.error_table(res.outcome))
+        left = pipeline.incomplete(res)
+        err.print(f"{res.plan.experiment.name}: {len(res.outcome.errors)} kernel(s) failed"
+                  + (f"; {len(left)} of {len(res.plan.points)} points left out of the tables (listed in meta.json)"
+                     if left else ""))
+        return 1
     return 0

@@ -1,6 +1,7 @@
 """`pulp-odl regress`: rerun the golden kernel set and compare its cycle counts exactly."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -26,7 +27,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     golden = None if args.update else regress.read_golden(args.golden)  # a missing file fails before any run
     res = pipeline.run_experiment(regress.EXPERIMENT, jobs=args.jobs, use_cache=not args.no_cache,
                                   results=args.results, console=err, progress=not args.quiet)

@@ -1,6 +1,6 @@
 """The result cache: one JSON file per kernel result row, keyed by everything the row depends on.
 
-    results/cache/rows/<key>.json           {"key", "spec", "provenance", "seconds", "row"}
+    results/cache/rows/<key>.json           {"key", "spec", "provenance", "seconds", "row"[, "error"]}
     results/cache/provenance/<tree>.json    spec id -> provenance, for one state of the source tree
 
 key = sha256 of the spec (KernelSpec.as_dict) and its provenance: harness.kernels.runner.provenance
@@ -16,6 +16,10 @@ Computing a provenance generates the kernel program and asks the compiler for it
 pulp_kernels/, platforms/*.toml, isa/), the Python and NumPy versions, the toolchain and the
 simulator version. Editing any of those files starts a new memo; the rows stay valid wherever the
 recomputed provenance is unchanged.
+
+A run that fails for a reason that follows from its inputs (a numeric mismatch, a build or tiling
+error: harness.errors.UserError) is cached too, with its `error`, so a rerun reports it again without
+rerunning it; any other exception (out of memory, a missing file) is not cached.
 
 Every file is written to a temporary name in its directory and renamed over the target
 (os.replace), so a killed run leaves whole files or none. A file that does not parse, or does not
@@ -62,12 +66,24 @@ def row_key(spec: KernelSpec, provenance: dict) -> str:
     return sha256(canonical({"spec": spec.as_dict(), "provenance": provenance}))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()   # what open() would give; mkstemp makes 0600 files
+
+
 def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary file next to `path`, then rename it over `path`."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -128,21 +144,27 @@ class Cache:
         return self.rows_dir / f"{key}.json"
 
     def load(self, key: str) -> dict | None:
-        """The cached entry for `key`, or None when absent, truncated or not what the name promises."""
+        """The cached entry for `key`, or None when absent, truncated or not what the name promises.
+        An entry holds a good row, or the `error` of a run that failed deterministically."""
         try:
             entry = json.loads(self.row_path(key).read_text())
         except (OSError, ValueError):
             return None
         if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != key:
             return None
+        if isinstance(entry.get("error"), str):
+            return entry
         row = entry.get("row")
         if not isinstance(row, dict) or row.get("ok") is not True or not isinstance(row.get("cycles"), int):
             return None
         return entry
 
-    def store(self, key: str, spec: KernelSpec, provenance: dict, row: dict, seconds: float) -> dict:
+    def store(self, key: str, spec: KernelSpec, provenance: dict, row: dict | None, seconds: float,
+              error: str | None = None) -> dict:
         entry = {"schema": SCHEMA, "key": key, "spec": spec.as_dict(), "provenance": provenance,
                  "seconds": round(seconds, 3), "row": row}
+        if error is not None:
+            entry["error"] = error
         write_atomic(self.row_path(key), json.dumps(entry))
         return entry
 

@@ -7,7 +7,9 @@ each kernel's MACs. Every finished row is written to the cache at once (harness.
 so a killed sweep resumes where it stopped.
 
 A run that raises, or whose outputs do not match the NumPy reference (ok = False), is an error of
-the experiment: it is reported in Outcome.errors, never cached, and the other runs go on.
+the experiment: it is reported in Outcome.errors and the other runs go on. Failures that follow from
+the inputs (ok = False, UserError: build, tiling, a program that does not finish) are cached like
+rows, so a rerun reports them again at once; `--no-cache` retries them.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColum
 
 from harness import toolchain
 from harness.backends import embedded
+from harness.errors import UserError
 from harness.experiments import cache as cachemod
 from harness.kernels import runner
 from harness.kernels.spec import KernelSpec
@@ -53,10 +56,23 @@ def weight(spec: KernelSpec) -> float:
     return 1.0 + spec.macs() / 5e6
 
 
+def mismatch(row: dict) -> str:
+    """One line saying which outputs of a failed run were wrong."""
+    parts = []
+    for name, d in (row.get("outputs") or {}).items():
+        bad = [f"{d['mismatches']} values off" if d.get("mismatches") else "",
+               f"{d['pad_not_zero']} pad values not zero" if d.get("pad_not_zero") else ""]
+        if any(bad):
+            parts.append(f"{name}: {', '.join(b for b in bad if b)}")
+    return f"numeric mismatch ({'; '.join(parts) or 'see max_abs_err'}), max |err| {row.get('max_abs_err', 0):.3g}"
+
+
 def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache: bool):
-    """In a worker: provenance if unknown, the cached row if there is one, else a run.
-    Returns (kind, provenance, payload, seconds) with kind in hit | ran | error."""
+    """In a worker: provenance if unknown, the cached entry if there is one, else a run.
+    Returns (kind, provenance, payload, seconds): kind "hit" (payload: the cache entry), "ran" (the
+    row), "failed" (an error message worth caching) or "error" (a message not to cache)."""
     prov = provenance
+    t0 = time.perf_counter()
     try:
         if prov is None:
             prov = cachemod.full_provenance(spec)
@@ -64,11 +80,22 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
                 entry = cachemod.Cache(cache_root).load(cachemod.row_key(spec, prov))
                 if entry is not None:
                     return "hit", prov, entry, 0.0
-        t0 = time.perf_counter()
+            t0 = time.perf_counter()
         row = runner.run_spec(spec)
         return "ran", prov, row, time.perf_counter() - t0
+    except UserError as e:
+        kind = "failed" if prov is not None else "error"
+        return kind, prov, f"{type(e).__name__}: {e}".splitlines()[0], time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001 - any failure is this kernel's error, reported with the others
         return "error", prov, f"{type(e).__name__}: {e}".splitlines()[0], 0.0
+
+
+def _hit(out: Outcome, name: str, entry: dict) -> None:
+    out.cached += 1
+    if "error" in entry:
+        out.errors[name] = f"{entry['error']} (cached; --no-cache retries)"
+    else:
+        out.rows[name] = entry["row"]
 
 
 def _quiet_worker():
@@ -97,8 +124,7 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
             if use_cache:
                 entry = cache.load(cachemod.row_key(sp, prov))
                 if entry is not None:
-                    out.rows[name] = entry["row"]
-                    out.cached += 1
+                    _hit(out, name, entry)
                     continue
         pending.append((name, sp, prov))
     pending.sort(key=lambda t: -weight(t[1]))
@@ -114,19 +140,23 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
                 index[cachemod.spec_id(sp)] = prov
                 changed = True
         if kind == "hit":
-            out.rows[name] = payload["row"]
-            out.cached += 1
-        elif kind == "error":
+            _hit(out, name, payload)
+            return
+        if kind == "error":
+            out.errors[name] = payload
+            return
+        out.ran += 1
+        out.seconds[name] = secs
+        key = cachemod.row_key(sp, prov)
+        if kind == "failed":
+            cache.store(key, sp, prov, None, secs, error=payload)
             out.errors[name] = payload
         elif not payload.get("ok"):
-            out.errors[name] = f"numeric mismatch: max |err| {payload.get('max_abs_err', float('nan')):.3g} " \
-                               f"({payload.get('err_over_tol', float('nan')):.3g} x tolerance)"
-            out.ran += 1
+            out.errors[name] = mismatch(payload)
+            cache.store(key, sp, prov, payload, secs, error=out.errors[name])
         else:
-            cache.store(cachemod.row_key(sp, prov), sp, prov, payload, secs)
+            cache.store(key, sp, prov, payload, secs)
             out.rows[name] = payload
-            out.seconds[name] = secs
-            out.ran += 1
 
     def save_index():
         nonlocal changed

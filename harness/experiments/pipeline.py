@@ -20,7 +20,7 @@ class Result:
     plan: Plan
     outcome: Outcome
     outdir: Path
-    frames: dict          # stem -> DataFrame; empty when kernels failed
+    frames: dict          # stem -> DataFrame (points with a failed kernel left out)
 
     @property
     def ok(self) -> bool:
@@ -45,8 +45,12 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
                   f"in {outcome.wall:.1f} s ({outcome.jobs} jobs)")
     outdir = root / exp.name
-    frames = {} if outcome.errors else tables.write_results(plan, outcome, outdir)
+    frames = tables.write_results(plan, outcome, outdir)
     return Result(plan, outcome, outdir, frames)
+
+
+def incomplete(res: Result) -> list[str]:
+    return [tables.point_label(pt) for pt in res.plan.points if not tables.complete(pt, res.outcome.rows)]
 
 
 def error_table(outcome: Outcome) -> Table:

@@ -1,10 +1,16 @@
 """From an experiment to the unique kernel runs it needs.
 
-`kernels_for(cut, p, platform)` is the one place that says which kernels a replay cut runs: for every
-weight layer the kernel spec of each step it runs (harness.kernels.layers.layer_spec), and for the
-non-weight ops (activations, SE gating, residual adds, pools) whatever
-`harness.kernels.layers.op_specs(op, step, platform)` returns, once that function exists. Each use is
-named by the schedule's (name, step) pair, so `harness.schedule` counts can be multiplied by it.
+`kernels_for(cut, p, platform)` is the one place that says which kernels a replay cut runs, and how
+many times each runs per task (which count of the CL schedule, harness.schedule, applies):
+
+* weight layers: `harness.kernels.layers.layer_spec` for each step the layer runs (frozen layers
+  only the forward, with the frozen placement);
+* the non-weight work, whenever `harness.kernels.layers` provides it: `op_specs(op, network, step, p,
+  platform)` for the activation fused after each weight layer and for residual adds, the SE pool and
+  channel scale (step "fw" forward, "ig" backward), and `loss_spec(network, platform)`, the
+  cross-entropy gradient, once per trained sample.
+
+Each KernelUse carries the latency group it adds to (see harness.experiments.tables).
 """
 from __future__ import annotations
 
@@ -20,14 +26,21 @@ from harness.kernels.spec import KernelSpec
 from harness.nets import Cut, Layer, build_network, cut_at_layer_id
 from harness.schedule import CLParams, cl_params
 
+# Latency groups, in the order of the latency table's breakdown columns.
+GROUPS = ("fw_frozen", "fw_tail", "wg", "ig", "ops_bw", "sgd")
+_WEIGHT_GROUP = {"frozen_fw": "fw_frozen", "fw": "fw_tail", "wg": "wg", "ig": "ig", "update": "sgd"}
+
 
 @dataclass(frozen=True)
 class KernelUse:
-    """The kernels behind one (name, step) entry of the CL schedule."""
-    name: str                       # weight layer or op name, as in harness.schedule
-    step: str                       # fw | wg | ig | update | frozen_fw (weight layers); fw | bw | frozen_fw (ops)
+    """Kernels run together for one entry of the task: one weight-layer step, or the non-weight work
+    that goes with a schedule entry (an activation, an op, the loss)."""
+    name: str                       # weight layer, op, or "<layer>.act" / "loss"
+    step: str                       # frozen_fw | fw | wg | ig | update for weight layers; fw | bw for the rest
     specs: tuple[KernelSpec, ...]   # run one after the other; their cycles add up
-    layer: Layer | None = None      # None for non-weight ops
+    group: str                      # latency group (GROUPS)
+    count_of: tuple[str, str]       # the schedule entry (name, step) whose count applies
+    layer: Layer | None = None      # the weight layer, for weight-layer steps only
 
     @property
     def weight_layer(self) -> bool:
@@ -45,27 +58,45 @@ def _as_specs(value) -> tuple[KernelSpec, ...]:
 def kernels_for(cut: Cut, p: float, platform: str) -> list[KernelUse]:
     """Every kernel one training task at replay cut `cut` and partiality `p` runs, forward order.
 
-    Frozen weight layers run the dense forward kernel (p = 1); trained ones run fw, wg, ig (unless
-    they read only the latent) and update at (p_in, p_out) = harness.costmodel.layer_p (the
-    classifier at 1)."""
+    Frozen weight layers run the dense forward kernel (frozen placement); trained ones run fw, wg,
+    ig (unless they read only the latent) and update at (p_in, p_out) = harness.costmodel.layer_p
+    (the classifier at 1). Ops come from op_specs/loss_spec when harness.kernels.layers has them."""
     op_specs = getattr(klayers, "op_specs", None)
+    loss_spec = getattr(klayers, "loss_spec", None)
+    net = cut.network
     trained = {id(op) for op in cut.trainable_ops}
     uses: list[KernelUse] = []
-    for op in cut.network.ops:
+
+    def ops(name, sched_step, op, step, pk, group, count_of):
+        if op_specs is not None:
+            specs = _as_specs(op_specs(op, net, step, pk, platform))
+            if specs:
+                uses.append(KernelUse(name, sched_step, specs, group, count_of))
+
+    for op in net.ops:
         is_trained = id(op) in trained
-        if op.has_weights:
-            lay = op.layer
-            if not is_trained:
-                uses.append(KernelUse(lay.name, "frozen_fw", (klayers.layer_spec(lay, "fw", 1.0, 1.0, platform),), lay))
-                continue
+        lay = op.layer
+        if lay is not None and not is_trained:
+            spec = klayers.layer_spec(lay, "fw", 1.0, 1.0, platform, frozen=True)
+            uses.append(KernelUse(lay.name, "frozen_fw", (spec,), "fw_frozen", (lay.name, "frozen_fw"), lay))
+            ops(f"{lay.name}.act", "fw", op, "fw", 1.0, "fw_frozen", (lay.name, "frozen_fw"))
+        elif lay is not None:
             p_in, p_out = layer_p(lay, p)
             for step in klayers.training_steps(True, not cut.needs_input_grad(lay)):
-                uses.append(KernelUse(lay.name, step, (klayers.layer_spec(lay, step, p_in, p_out, platform),), lay))
-        elif op_specs is not None:
-            steps = [("frozen_fw", "fw")] if not is_trained else \
-                [("fw", "fw")] + ([("bw", "bw")] if cut.op_needs_backward(op) else [])
-            for sched_step, step in steps:
-                uses.append(KernelUse(op.name, sched_step, _as_specs(op_specs(op, step, platform))))
+                uses.append(KernelUse(lay.name, step, (klayers.layer_spec(lay, step, p_in, p_out, platform),),
+                                      _WEIGHT_GROUP[step], (lay.name, step), lay))
+            ops(f"{lay.name}.act", "fw", op, "fw", 1.0, "fw_tail", (lay.name, "fw"))
+            # the output gradient passes back through the activation before wg (and ig) can use it
+            ops(f"{lay.name}.act", "bw", op, "ig", p_out, "ops_bw", (lay.name, "wg"))
+        elif not is_trained:
+            ops(op.name, "frozen_fw", op, "fw", 1.0, "fw_frozen", (op.name, "frozen_fw"))
+        else:
+            ops(op.name, "fw", op, "fw", 1.0, "fw_tail", (op.name, "fw"))
+            if cut.op_needs_backward(op):
+                ops(op.name, "bw", op, "ig", p, "ops_bw", (op.name, "bw"))
+    if loss_spec is not None and op_specs is not None:
+        last = net.layers[-1]
+        uses.append(KernelUse("loss", "bw", _as_specs(loss_spec(net, platform)), "ops_bw", (last.name, "fw")))
     return uses
 
 
@@ -95,9 +126,6 @@ class Plan:
     experiment: Experiment
     points: tuple[Point, ...]                 # latency experiments only
     specs: dict                               # spec name -> KernelSpec, every unique kernel run
-
-    def specs_of(self, use: KernelUse) -> list[KernelSpec]:
-        return [self.specs[s.name] for s in use.specs]
 
 
 def unique(specs: Iterable[KernelSpec]) -> dict:
@@ -133,7 +161,7 @@ def kernel_specs(exp: Experiment) -> list[KernelSpec]:
             for p in g.p:
                 for step in g.steps:
                     out.append(kspec.make(g.kind, g.cin, g.cout, g.h, g.w, step, k=g.k, stride=g.stride, pad=g.pad,
-                                          p_in=p, platform=platform))
+                                          p_in=p, platform=platform, **g.extra))
     return out
 
 

@@ -17,6 +17,7 @@ body's data-plots-rendered attribute, which tests read back from headless Chromi
 from __future__ import annotations
 
 import io
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -72,7 +73,8 @@ def _svg(fig, fig_id: str) -> str:
     buf = io.StringIO()
     # A salt per figure keeps the ids matplotlib gives clip paths unique across the page.
     with plt.rc_context({"svg.hashsalt": fig_id, "svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg", bbox_inches="tight",
+                    metadata={"Creator": None, "Date": None, "Format": None, "Type": None})  # no dates, no URIs
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
@@ -82,7 +84,8 @@ def _grid(n: int, width=5.0, height=3.6, ncols=2):
     plt = _plt()
     ncols = min(ncols, n)
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             layout="constrained")
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -151,19 +154,19 @@ def fig_kernel_efficiency(kern: pd.DataFrame, platform: str):
         return None
     plt = _plt()
     peak = float(df.peak_mac_per_cycle.iloc[0])
-    fig, ax = plt.subplots(figsize=(9, 0.22 * len(df) + 1.5))
+    from matplotlib.patches import Patch
+    fig, ax = plt.subplots(figsize=(9, 0.22 * len(df) + 1.5), layout="constrained")
     colors = {"fw": "tab:blue", "wg": "tab:orange", "ig": "tab:green"}
     y = range(len(df))
     ax.barh(list(y), df.mac_per_cycle, color=[colors.get(s, "0.5") for s in df.step])
     ax.axvline(peak, color="red", ls="--", lw=1.2)
-    ax.text(peak, len(df) - 0.5, f" limit {peak:g}", color="red", va="top", fontsize=8)
+    ax.text(peak, 1.0, f"limit {peak:g} ", color="red", ha="right", va="bottom", fontsize=8,
+            transform=ax.get_xaxis_transform())
     ax.set_yticks(list(y), [k.removesuffix(f"_{platform}") for k in df.kernel], fontsize=6)
     ax.set_xlabel("MAC/cycle (whole cluster)")
     ax.set_xlim(0, peak * 1.1)
     ax.invert_yaxis()
-    for step, c in colors.items():
-        ax.barh([], [], color=c, label=step)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(handles=[Patch(color=c, label=step) for step, c in colors.items()], fontsize=7, loc="lower right")
     ax.set_title(f"Kernel efficiency on {platform}: limit = cores x 2 lanes x FPUs/core = {peak:g} MAC/cycle")
     ax.grid(axis="x", alpha=0.3)
     return fig
@@ -181,12 +184,13 @@ def _deepest_dense(layers: pd.DataFrame) -> pd.DataFrame:
 def fig_breakdown(rows: pd.DataFrame, title: str):
     """Per trained layer, per sample (fw + wg + ig): cycle split, stall categories, DMA busy cycles."""
     plt = _plt()
-    trained = rows[rows.step.isin(STEPS)]
+    trained = rows[rows.step.isin(STEPS) & (rows.layer_kind != "op")]
     if trained.empty:
         return None
     order = list(dict.fromkeys(trained.name))
     per = trained.groupby("name", sort=False).sum(numeric_only=True).loc[order]
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(max(7.0, 0.32 * len(order) + 2), 9), sharex=True)
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(max(7.0, 0.32 * len(order) + 2), 9), sharex=True,
+                                     layout="constrained")
     x = range(len(order))
     bottom = [0] * len(order)
     for col, label, c in (("compute_cycles", "compute", "tab:blue"), ("dma_wait_cycles", "DMA wait", "tab:red"),
@@ -222,12 +226,12 @@ def fig_model_vs_measured(layers: pd.DataFrame, platform: str, peak: float):
     if df.empty:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     for kind, g in df.groupby("layer_kind"):
         ax.scatter(g.model_macs, g.cycles, s=14, label=kind, alpha=0.8)
     lo, hi = df.model_macs.min(), df.model_macs.max()
     for eff, ls in ((1.0, "-"), (0.25, "--"), (0.05, ":")):
-        ax.plot([lo, hi], [lo / (peak * eff), hi / (peak * eff)], color="red", ls=ls, lw=1,
+        ax.plot([lo, hi], [lo / (peak * eff), hi / (peak * eff)], color="black", ls=ls, lw=1,
                 label=f"{eff * peak:g} MAC/cycle")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -274,6 +278,7 @@ document.addEventListener("DOMContentLoaded", function () {
 
 
 def _fig(sections_figs: list, fig, fig_id: str, caption: str) -> None:
+    fig_id = re.sub(r"[^A-Za-z0-9_-]+", "-", fig_id).strip("-")
     if fig is not None:
         sections_figs.append({"id": fig_id, "svg": _svg(fig, fig_id), "caption": caption})
 
@@ -335,7 +340,7 @@ def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Pa
                 if kern is not None and (kern.platform == plat).any() else 16.0
             _fig(figs, fig_model_vs_measured(layers, plat, peak), f"fig-model-{plat}",
                  "The cost model's MACs of each layer step against the cycles measured for its kernel; "
-                 "red lines: constant MAC/cycle.")
+                 "black lines: constant MAC/cycle (the solid one is the platform's limit).")
         sections.append({"id": "model", "title": "Cost model vs measured", "figures": figs})
     figures = [f for s in sections for f in s["figures"]]
     html = PAGE.render(figures=figures, sections=sections, notes=notes, results=str(results),

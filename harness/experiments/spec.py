@@ -27,9 +27,9 @@ EXPERIMENT_DIR = ROOT / "experiments"
 KINDS = ("latency", "kernels")
 
 _TOP = {"experiment", "sweep", "kernel"}
-_EXPERIMENT = {"description", "kind", "platforms", "steps", "p"}
+_EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement"}
 _SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl"}
-_KERNEL = {"kind", "cin", "cout", "hw", "k", "stride", "pad", "steps", "p"}
+_KERNEL = {"kind", "cin", "cout", "hw", "k", "stride", "pad", "steps", "p", "placement"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ class KernelGeometry:
     pad: int | tuple | None = None
     steps: tuple[str, ...] = ()
     p: tuple[float, ...] = ()
+    placement: str | None = None    # KernelSpec.placement; None = the spec's default ("method")
+
+    @property
+    def extra(self) -> dict:
+        return {} if self.placement is None else {"placement": self.placement}
 
 
 @dataclass(frozen=True)
@@ -116,9 +121,9 @@ def load(name_or_path: str) -> Experiment:
     common = dict(name=path.stem, path=path, kind=kind, description=str(head.get("description", "")),
                   platforms=platforms)
     if kind == "latency":
-        if "kernel" in raw or "steps" in head or "p" in head:
+        if "kernel" in raw or {"steps", "p", "placement"} & set(head):
             raise UserError(f"{where}: a latency experiment takes [[sweep]] tables (with their own p), "
-                            "not [[kernel]] tables or [experiment] steps/p")
+                            "not [[kernel]] tables or [experiment] steps/p/placement")
         sweeps = raw.get("sweep")
         if not isinstance(sweeps, list) or not sweeps:
             raise UserError(f"{where}: a latency experiment needs at least one [[sweep]] table")
@@ -130,7 +135,9 @@ def load(name_or_path: str) -> Experiment:
         raise UserError(f"{where}: a kernels experiment needs at least one [[kernel]] table")
     steps = _steps(where, "[experiment] steps", head.get("steps", list(kspec.STEPS)))
     ps = _ps(where, "[experiment] p", head.get("p", [1.0]))
-    return Experiment(**common, kernels=tuple(_kernel(where, i, t, steps, ps) for i, t in enumerate(tables, 1)))
+    placement = head.get("placement")
+    return Experiment(**common, kernels=tuple(_kernel(where, i, t, steps, ps, placement)
+                                              for i, t in enumerate(tables, 1)))
 
 
 def _keys(where: str, table: str, d: dict, valid: set) -> None:
@@ -194,7 +201,7 @@ def _sweep(where: str, i: int, s) -> Sweep:
                  dict(s.get("cl", {})))
 
 
-def _kernel(where: str, i: int, t, steps, ps) -> KernelGeometry:
+def _kernel(where: str, i: int, t, steps, ps, placement) -> KernelGeometry:
     table = f"[[kernel]] #{i}"
     if not isinstance(t, dict):
         raise UserError(f"{where}: {table} is not a table")
@@ -210,9 +217,11 @@ def _kernel(where: str, i: int, t, steps, ps) -> KernelGeometry:
     g = KernelGeometry(t["kind"], t["cin"], t["cout"], hw[0], hw[1], t.get("k"), t.get("stride", 1),
                        tuple(pad) if isinstance(pad, list) else pad,
                        _steps(where, f"{table} steps", t["steps"]) if "steps" in t else steps,
-                       _ps(where, f"{table} p", t["p"]) if "p" in t else ps)
+                       _ps(where, f"{table} p", t["p"]) if "p" in t else ps, t.get("placement", placement))
     try:  # validate the geometry once, with kernels' own one-line messages
-        kspec.make(g.kind, g.cin, g.cout, g.h, g.w, g.steps[0], k=g.k, stride=g.stride, pad=g.pad, p_in=g.p[0])
+        for step in g.steps:
+            kspec.make(g.kind, g.cin, g.cout, g.h, g.w, step, k=g.k, stride=g.stride, pad=g.pad, p_in=g.p[0],
+                       **g.extra)
     except UserError as e:
         raise UserError(f"{where}: {table}: {e}") from None
     return g

@@ -1,17 +1,18 @@
 """Result tables of an experiment: per-kernel rows, per-layer rows, and the latency table.
 
-Latency of one point (platform, network, dataset, layer_id, p), from the CL schedule
-(harness.schedule.task_schedule: how many times each (layer, step) runs in one task) and the
-measured cycles of one run of each kernel (kernels_for). With n(name, step) the schedule's count,
-c(name, step) the measured cycles and f the platform clock (docs/experiments.md has the full text):
+Latency of one point (platform, network, dataset, layer_id, p): every KernelUse of the point
+(harness.experiments.plan.kernels_for) adds n x c to its group, with n the count of its schedule
+entry in one CL task (harness.schedule.task_schedule) and c the measured cycles of one run of its
+kernel(s); f is the platform clock. docs/experiments.md has the full definitions:
 
-    fw_frozen_task_s = sum over frozen layers     n(frozen_fw) c(fw at p=1)              / f
-    fw_tail_task_s   = sum over trained layers    n(fw) c(fw)                            / f
-    wg_task_s, ig_task_s, sgd_task_s  likewise over trained layers, steps wg, ig, update
-    fw_task_s        = fw_frozen_task_s + fw_tail_task_s                 every forward kernel of a task
-    update_task_s    = wg_task_s + ig_task_s + sgd_task_s (+ op backward) everything training adds
-    total_task_s     = fw_task_s + update_task_s = harness.schedule.task_cycles / f
-    bw_ms            = sum over trained layers of c(wg) + c(ig) (+ op backward), per sample, in ms
+    fw_frozen_task_s   frozen layers' forward (+ their activations, frozen ops)      n = new samples
+    fw_tail_task_s     trained layers' forward (+ activations, ops)                  n = E T
+    wg_task_s, ig_task_s, sgd_task_s   trained layers' wg, ig (n = E T), update (n = E I)
+    ops_bw_task_s      backward of activations and ops, the loss gradient            n = E T
+    fw_task_s = fw_frozen + fw_tail;  update_task_s = wg + ig + ops_bw + sgd;  total = both
+    bw_ms              per sample: c summed over the wg, ig and ops_bw uses, in ms
+
+The weight layers' share is checked against harness.schedule.task_cycles on every row.
 """
 from __future__ import annotations
 
@@ -28,12 +29,11 @@ from harness import platform as platmod
 from harness.costmodel import training_cost
 from harness.experiments.cache import sha256, write_atomic
 from harness.experiments.execute import Outcome
-from harness.experiments.plan import Plan, Point
+from harness.experiments.plan import GROUPS, Plan, Point
 from harness.memmodel import MB, place, training_memory
 from harness.schedule import task_cycles, task_schedule
 
-FORWARD = ("frozen_fw", "fw")
-BACKWARD = ("wg", "ig", "bw")
+BACKWARD = ("wg", "ig", "ops_bw")      # the groups a sample's backward pass runs
 LATENCY_COLUMNS = ["platform", "net", "dataset", "layer_id", "block", "p", "M_MB", "S_replay_MB", "bw_ms",
                    "fw_task_s", "update_task_s", "total_task_s", "fw_frozen_task_s", "fw_tail_task_s", "wg_task_s",
                    "ig_task_s", "ops_bw_task_s", "sgd_task_s", "bw_cycles_per_sample", "bw_macs_per_sample",
@@ -53,26 +53,37 @@ def _sum(rows: list[dict], key: str) -> int:
     return sum(r[key] for r in rows)
 
 
-def point_cycles(point: Point, rows: dict) -> dict:
-    """(name, step) -> cycles of one run of that schedule entry (its kernels' cycles added)."""
-    return {(u.name, u.step): sum(rows[sp.name]["cycles"] for sp in u.specs) for u in point.uses}
+def _counts(sched) -> dict:
+    return {(k.name, k.step): k.count for k in sched.counts}
+
+
+def complete(point: Point, rows: dict) -> bool:
+    """Every kernel of the point has a good row."""
+    return all(sp.name in rows for u in point.uses for sp in u.specs)
+
+
+def point_label(point: Point) -> str:
+    return f"{point.platform}/{point.net}/{point.dataset}/layer_id {point.layer_id}/p {point.p:g}"
 
 
 def latency_row(point: Point, rows: dict) -> dict:
     plat = platmod.load(point.platform)
     clock = plat.clock_hz
     sched = task_schedule(point.cut, point.params)
-    cycles = point_cycles(point, rows)
-    ops = point.includes_ops
-    parts = dict.fromkeys(("fw_frozen", "fw_tail", "wg", "ig", "ops_bw", "sgd"), 0)
-    for k in sched.counts:
-        if k.count == 0 or (not k.weight_layer and not ops):
-            continue
-        group = {"frozen_fw": "fw_frozen", "fw": "fw_tail", "update": "sgd", "bw": "ops_bw"}.get(k.step, k.step)
-        parts[group] += k.count * cycles[(k.name, k.step)]
-    total = task_cycles(sched, cycles, include_ops=ops)
-    assert total == sum(parts.values()), (total, parts)
-    bw_cycles = sum(c for (_, step), c in cycles.items() if step in BACKWARD)
+    counts = _counts(sched)
+    parts = dict.fromkeys(GROUPS, 0)
+    weight_cycles, weight_total, bw_cycles = {}, 0, 0
+    for u in point.uses:
+        c = sum(rows[sp.name]["cycles"] for sp in u.specs)
+        n = counts[u.count_of]
+        parts[u.group] += n * c
+        if n and u.group in BACKWARD:
+            bw_cycles += c
+        if u.weight_layer:
+            weight_cycles[(u.name, u.step)] = c
+            weight_total += n * c
+    # The weight layers' part must be what the schedule itself sums (same counts, nothing missed).
+    assert weight_total == task_cycles(sched, weight_cycles), (point.net, point.layer_id, point.p)
     cost = training_cost(point.cut, point.p)
     mem = training_memory(point.cut, point.p, batch=point.params.batch, replays=point.params.replays)
     fits = place(mem, plat, point.params.new_per_task).fits_all
@@ -82,16 +93,18 @@ def latency_row(point: Point, rows: dict) -> dict:
     row = {"platform": point.platform, "net": point.net, "dataset": point.dataset, "layer_id": point.layer_id,
            "block": point.cut.first_block, "p": point.p, "M_MB": mem.M_bytes / MB,
            "S_replay_MB": mem.S_replay_bytes / MB, "bw_ms": bw_cycles / clock * 1e3, "fw_task_s": fw,
-           "update_task_s": upd, "total_task_s": total / clock, **s, "bw_cycles_per_sample": bw_cycles,
+           "update_task_s": upd, "total_task_s": sum(parts.values()) / clock, **s, "bw_cycles_per_sample": bw_cycles,
            "bw_macs_per_sample": cost.macs_bw,
            "bw_mac_per_cycle": round(cost.macs_bw / bw_cycles, 4) if bw_cycles else 0.0,
            "new_per_task": point.params.new_per_task, "tail_samples": sched.tail_samples,
-           "iterations": sched.iterations, "clock_hz": clock, "fits_memory": fits, "ops_measured": ops}
+           "iterations": sched.iterations, "clock_hz": clock, "fits_memory": fits, "ops_measured": point.includes_ops}
     return {c: row[c] for c in LATENCY_COLUMNS}
 
 
 def _measured(rows: list[dict]) -> dict:
     """Measured fields of one schedule entry (one or more kernel runs, added up)."""
+    if not rows:
+        return {"cycles": 0}
     out = {"cycles": _sum(rows, "cycles"), "compute_cycles": _sum(rows, "compute_cycles"),
            "dma_wait_cycles": _sum(rows, "dma_wait_cycles"), "overhead_cycles": _sum(rows, "overhead_cycles")}
     for r in rows:
@@ -107,22 +120,22 @@ def layer_rows(point: Point, rows: dict) -> list[dict]:
     """One row per schedule entry the point runs: kernel(s), count, measured cycles and their split,
     kernel MACs next to the cost model's MACs, and the entry's share of the task."""
     clock = platmod.load(point.platform).clock_hz
-    sched = task_schedule(point.cut, point.params)
+    counts = _counts(task_schedule(point.cut, point.params))
     model = {c.layer.name: c for c in training_cost(point.cut, point.p).layers}
     out = []
     for u in point.uses:
         runs = [rows[sp.name] for sp in u.specs]
-        count = sched.count(u.name, u.step)
-        m = _measured(runs) if runs else {"cycles": 0}
+        count = counts[u.count_of]
+        m = _measured(runs)
         macs = sum(sp.macs() for sp in u.specs)
-        lc = model.get(u.name)
         model_macs = None
-        if lc is not None:
+        if u.weight_layer:
+            lc = model[u.name]
             model_macs = {"frozen_fw": lc.fw, "fw": lc.fw, "wg": lc.wg, "ig": lc.ig, "update": 0}[u.step]
         out.append({"platform": point.platform, "net": point.net, "dataset": point.dataset,
                     "layer_id": point.layer_id, "p": point.p, "name": u.name,
                     "block": u.layer.block if u.layer else "", "layer_kind": u.layer.kind if u.layer else "op",
-                    "step": u.step, "kernel": "+".join(sp.name for sp in u.specs), "count": count,
+                    "step": u.step, "group": u.group, "kernel": "+".join(sp.name for sp in u.specs), "count": count,
                     "macs": macs, "model_macs": model_macs,
                     "mac_per_cycle": round(macs / m["cycles"], 4) if m["cycles"] else 0.0, **m,
                     "task_cycles": count * m["cycles"], "task_s": count * m["cycles"] / clock})
@@ -144,7 +157,7 @@ def kernel_rows(plan: Plan, outcome: Outcome) -> list[dict]:
                     "p_out": sp.p_out, "k_in": r["k_in"], "k_out": r["k_out"], "macs": r["macs"],
                     **_measured([r]), "mac_per_cycle": r["mac_per_cycle"], "peak_mac_per_cycle": peak,
                     "efficiency": round(r["mac_per_cycle"] / peak, 4), "tiles": r["tiles"], "l1_bytes": r["l1_bytes"],
-                    "instructions": r["instructions"], "max_abs_err": r["max_abs_err"], "ok": r["ok"],
+                    "total_cycles": r["total_cycles"], "instructions": r["instructions"], "max_abs_err": r["max_abs_err"], "ok": r["ok"],
                     **{k: prov.get(k, r.get(k)) for k in ("source_sha256", "toolchain", "platform_sha256",
                                                            "simulator", "backend", "runtime_sha256")}})
     return out
@@ -181,9 +194,10 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
         "experiment": exp.name, "kind": exp.kind, "description": exp.description,
         "file": _rel(exp.path), "file_sha256": sha256(exp.path.read_text()),
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": _git(),
-        "platforms": [{"name": p, "sha256": platmod.load(p).sha256, "clock_hz": platmod.load(p).clock_hz,
-                       "cores": platmod.load(p).cluster["cores"], "fpus": platmod.load(p).cluster["fpus"],
-                       "peak_mac_per_cycle": peak_mac_per_cycle(p)} for p in exp.platforms],
+        "platforms": [{"name": plat.name, "sha256": plat.sha256, "clock_hz": plat.clock_hz,
+                       "cores": plat.cluster["cores"], "fpus": plat.cluster["fpus"],
+                       "peak_mac_per_cycle": peak_mac_per_cycle(plat)}
+                      for plat in map(platmod.load, exp.platforms)],
         "provenance": {k: sorted({str(pv.get(k)) for pv in provs})
                        for k in ("toolchain", "simulator", "backend", "platform_sha256", "runtime_sha256",
                                  "build_flags")},
@@ -192,7 +206,10 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
         "jobs": outcome.jobs, "wall_seconds": round(outcome.wall, 2),
         "slowest_runs_s": {k: round(v, 2) for k, v in slowest}, "files": files,
     }
+    if outcome.errors:
+        doc["errors"] = dict(sorted(outcome.errors.items()))
     if plan.points:
+        doc["incomplete_points"] = [point_label(pt) for pt in plan.points if not complete(pt, outcome.rows)]
         doc["cl_params"] = {f"{pt.net}/{pt.dataset}": dict(pt.params.__dict__) for pt in plan.points}
         doc["ops_measured"] = any(pt.includes_ops for pt in plan.points)
     return doc
@@ -200,13 +217,14 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
 
 def write_results(plan: Plan, outcome: Outcome, outdir: Path) -> dict:
     """latency.csv, layers.csv (latency experiments), kernels.csv and meta.json in outdir.
+    Points with a failed kernel are left out of the tables and listed in meta.json.
     Returns the DataFrames by file stem."""
     outdir = Path(outdir)
     frames = {"kernels": pd.DataFrame(kernel_rows(plan, outcome))}
     if plan.points:
-        frames["latency"] = pd.DataFrame([latency_row(pt, outcome.rows) for pt in plan.points],
-                                         columns=LATENCY_COLUMNS)
-        frames["layers"] = pd.DataFrame([r for pt in plan.points for r in layer_rows(pt, outcome.rows)])
+        pts = [pt for pt in plan.points if complete(pt, outcome.rows)]
+        frames["latency"] = pd.DataFrame([latency_row(pt, outcome.rows) for pt in pts], columns=LATENCY_COLUMNS)
+        frames["layers"] = pd.DataFrame([r for pt in pts for r in layer_rows(pt, outcome.rows)])
     for stem, df in frames.items():
         write_csv(df, outdir / f"{stem}.csv")
     files = [f"{stem}.csv" for stem in frames] + ["meta.json"]
