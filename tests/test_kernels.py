@@ -98,8 +98,14 @@ def test_bad_specs(args, words):
 
 
 def test_layer_that_cannot_be_tiled():
-    sp = specmod.make("dw", 8, 8, 200, 200, "fw")  # one channel pair of a 200x200 map is more than L1
-    with pytest.raises(UserError, match="cannot be tiled"):
+    sp = specmod.make("dw", 8, 8, 200, 200, "ig")  # one channel pair of a 200x200 map is more than L1
+    with pytest.raises(UserError, match="does not fit: cannot be tiled"):
+        runner.run_spec(sp)
+
+
+def test_tensors_larger_than_l2_are_reported():
+    sp = specmod.make("hswish", 125, 125, 64, 64, "ig", platform="paper")  # 3 x 1 MB of activations, 2 MB of L2
+    with pytest.raises(UserError, match="does not fit: its tensors need .* KiB of L2"):
         runner.run_spec(sp)
 
 

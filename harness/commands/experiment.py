@@ -54,8 +54,12 @@ def run(args) -> int:
     if not res.ok:
         err.print(pipeline.error_table(res.outcome))
         left = pipeline.incomplete(res)
-        err.print(f"{res.plan.experiment.name}: {len(res.outcome.errors)} kernel(s) failed"
+        # Kernels whose tensors do not fit the platform's memories are a property of the point, not a
+        # failure of the harness: reported here and in meta.json, with a zero exit status.
+        capacity_only = all("does not fit" in msg for msg in res.outcome.errors.values())
+        verb = "do not fit the platform" if capacity_only else "failed"
+        err.print(f"{res.plan.experiment.name}: {len(res.outcome.errors)} kernel(s) {verb}"
                   + (f"; {len(left)} of {len(res.plan.points)} points left out of the tables (listed in meta.json)"
                      if left else ""))
-        return 1
+        return 0 if capacity_only else 1
     return 0

@@ -883,6 +883,12 @@ def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
         raise UserError(f"no kernel generator yet for {spec.kind} {spec.step}")
     g = _Gen(spec, plat)
     GENERATORS[key](g, ins)
+    l2_bytes = sum(img.size * 2 for img in g.l2_in.values()) + sum(
+        t.nbytes for sym, (t, _) in g.l2_out.items() if sym not in g.l2_in)
+    if l2_bytes > planmod.l2_budget(plat):
+        raise UserError(f"{spec.name}: does not fit: its tensors need {l2_bytes // 1024} KiB of L2 and {plat.name} leaves "
+                        f"{planmod.l2_budget(plat) // 1024} KiB (tensors larger than L2 would have to stream from "
+                        f"external memory, which the generated kernels do not do)")
     if g.l1_total() > planmod.l1_budget(plat):
         raise UserError(f"{spec.name}: needs {g.l1_total()} bytes of L1, {planmod.l1_budget(plat)} available on {plat.name}")
     return Program(spec=spec, c=g.render(), asm=asm_kernels(), inputs=g.l2_in,

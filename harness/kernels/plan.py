@@ -14,6 +14,13 @@ from harness.platform import Platform
 L1_RESERVE = 1024  # bytes of L1 kept for the runtime's own variables
 
 
+L2_RESERVE = 96 * 1024  # code, runtime data and the FC stack
+
+
+def l2_budget(plat: Platform) -> int:
+    return plat.memory("l2").size - L2_RESERVE
+
+
 def l1_budget(plat: Platform) -> int:
     return plat.memory("l1").size - plat.cluster["cores"] * plat.cluster["stack_size"] - L1_RESERVE
 
@@ -79,7 +86,7 @@ def plan_matmul(spec: KernelSpec, plat: Platform, m: int, n: int, kdim: int, mem
                         best = (key, MatmulPlan(m, n, kdim, tm, tn, tk, need))
                     break
     if best is None:
-        raise UserError(f"{spec.name}: cannot be tiled into the {budget} bytes of L1 left on {plat.name} "
+        raise UserError(f"{spec.name}: does not fit: cannot be tiled into the {budget} bytes of L1 left on {plat.name} "
                         f"(even the smallest tile needs {mem(min(m, m_step), min(n, n_step), min(kdim, k_step))} bytes)")
     return best[1]
 
@@ -90,7 +97,7 @@ def plan_rows(spec: KernelSpec, plat: Platform, total: int, mem, step: int = 1) 
     for t in _candidates(total, step):
         if mem(t) <= budget:
             return t
-    raise UserError(f"{spec.name}: cannot be tiled into the {budget} bytes of L1 left on {plat.name} "
+    raise UserError(f"{spec.name}: does not fit: cannot be tiled into the {budget} bytes of L1 left on {plat.name} "
                     f"(one tile of {step} needs {mem(step)} bytes)")
 
 

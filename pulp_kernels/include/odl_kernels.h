@@ -727,6 +727,7 @@ static inline void odl_scale(f16 *y, const f16 *x, const f16 *s, int rows, int c
     const uint32_t *xv = (const uint32_t *)(x + r * p);
     uint32_t *yv = (uint32_t *)(y + r * p);
     for (int i = 0; i < c2; i++) yv[i] = pulp_vfmul_h(xv[i], sv[i]);
+    if (c & 1) yv[c2 - 1] &= 0xffffu;  /* 0 * negative is -0: keep the pad a plain zero */
   }
 }
 
