@@ -92,25 +92,51 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     if opt not in ("0", "1", "2", "3", "s", "z", "fast"):
         raise UserError(f"-O{opt}: unknown optimisation level (use 0, 1, 2, 3, s or z)")
     gen = runtime.prepare(plat)
-    cmd = [tc.cc] + flags(tc, plat, opt)
+    base = [tc.cc] + flags(tc, plat, opt)
+    defs = []
     for d in defines or []:
         if not d or d.startswith("=") or " " in d.split("=")[0]:
             raise UserError(f"-D {d!r}: expected NAME or NAME=VALUE")
-        cmd.append(f"-D{d}")
-    for inc in [gen, runtime.RUNTIME_DIR, runtime.INCLUDE_DIR] + [Path(i) for i in include_dirs or []]:
-        cmd.append(f"-I{inc}")
+        defs.append(f"-D{d}")
+    incs = [f"-I{inc}" for inc in [gen, runtime.RUNTIME_DIR, runtime.INCLUDE_DIR] + [Path(i) for i in include_dirs or []]]
+    # crt0.S takes its constants from the platform header
+    common = base + defs + incs + ["-include", str(gen / "pulp_platform.h")]
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    cmd += [str(s) for s in runtime.sources()] + [str(s) for s in srcs]
+    objs = _runtime_objects(tc, common, gen)
+    cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
     cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
-    # crt0.S takes its constants from the platform header
-    cmd += ["-include", str(gen / "pulp_platform.h")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
         raise BuildError(proc.stderr, first)
     return output
+
+
+def _runtime_objects(tc: Toolchain, common: list, gen: Path) -> list[Path]:
+    """The runtime compiled once per compiler, flags and platform (the sources' and flags' hash names
+    each object), so that a build only compiles the program's own sources."""
+    objs = []
+    for src in runtime.sources():
+        h = hashlib.sha256(("\0".join(common) + tc.version).encode())
+        h.update(src.read_bytes())
+        h.update((gen / "pulp_platform.h").read_bytes())
+        for hdr in sorted(runtime.RUNTIME_DIR.glob("*.h")):
+            h.update(hdr.read_bytes())
+        obj = gen / "obj" / f"{src.stem}-{h.hexdigest()[:16]}.o"
+        if not obj.exists():
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=obj.parent, suffix=".o.tmp")
+            os.close(fd)
+            proc = subprocess.run(common + ["-c", str(src), "-o", tmp], capture_output=True, text=True)
+            if proc.returncode != 0:
+                os.unlink(tmp)
+                lines = proc.stderr.strip().splitlines()
+                raise BuildError(proc.stderr, next((ln for ln in lines if "error" in ln), lines[0] if lines else "error"))
+            os.replace(tmp, obj)  # several builds may race to create it: the last identical copy wins
+        objs.append(obj)
+    return objs
 
 
 class BuildError(UserError):
