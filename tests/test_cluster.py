@@ -134,6 +134,16 @@ def test_core_waiting_forever_is_a_deadlock(build_c, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1
     assert "deadlock" in err[0] and "cluster core 3 waits for events 0x" in err[0]
+    assert "fc polls" in err[0]
+
+
+def test_fc_in_wfi_with_cores_waiting_forever_is_a_deadlock(build_c, capsys):
+    from harness.cli import main
+
+    code = main(["run", str(build_c(WAIT_FOREVER, defines=["PULP_FC_WAIT_WFI=1"]))])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1
+    assert "deadlock" in err[0] and "fc in wfi" in err[0] and "cluster core 3 waits" in err[0]
 
 
 def test_run_json_has_cores_and_dmas(build_c, capsys):

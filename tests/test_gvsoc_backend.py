@@ -416,19 +416,30 @@ def test_run_returns_the_embedded_schema(no_gvsoc, monkeypatch, kit_elfs, pulp_o
 def test_run_with_gvrun_reads_cycles_from_stats(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
     fake = make_fake(no_gvsoc / "fake", "gvrun", cycles=531_000)
     monkeypatch.setenv("GVSOC", str(fake))
-    res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
+    res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, stats=True)
     assert res["cycles"] == 531_000 and res["status"] == "exit" and res["exit_code"] == 0
-    (args,) = calls(fake)
-    assert "--stats" in args and any(a.startswith("--parameter=chip/soc/binary=") for a in args)
+    # output and exit status come from a normal-mode run, the cycles from a second run with --stats
+    first, second = calls(fake)
+    assert "--stats" not in first and "--stats" in second
+    assert any(a.startswith("--parameter=chip/soc/binary=") for a in first)
 
 
-def test_run_with_old_gvrun_retries_without_stats(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
-    fake = make_fake(no_gvsoc / "fake", "gvrun", mode="old-gvrun")
+def test_run_without_stats_launches_once_in_normal_mode(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
+    fake = make_fake(no_gvsoc / "fake", "gvrun", cycles=531_000)
     monkeypatch.setenv("GVSOC", str(fake))
     res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
+    assert res["status"] == "exit" and res["cycles"] is None
+    (args,) = calls(fake)
+    assert "--stats" not in args
+
+
+def test_run_with_old_gvrun_has_unknown_cycles(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
+    fake = make_fake(no_gvsoc / "fake", "gvrun", mode="old-gvrun")
+    monkeypatch.setenv("GVSOC", str(fake))
+    res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, stats=True)
     assert res["status"] == "exit" and res["cycles"] is None and "mix.nc.cycles 822" in res["stdout"]
     first, second = calls(fake)
-    assert "--stats" in first and "--stats" not in second
+    assert "--stats" not in first and "--stats" in second
 
 
 @pytest.mark.parametrize("mode,code", [("normal", 7), ("normal", 255), ("passthrough", 7)])
@@ -597,18 +608,6 @@ def test_crosscheck_bad_programs_dir(no_gvsoc, monkeypatch, tmp_path):
         main_raise(["crosscheck", "--programs", str(tmp_path)])
     with pytest.raises(UserError, match="not a directory"):
         main_raise(["crosscheck", "--programs", str(tmp_path / "nope")])
-
-
-def test_crosscheck_experiment_kernels(no_gvsoc, monkeypatch, tmp_path):
-    try:
-        import harness.experiments  # noqa: F401
-        pytest.skip("harness/experiments exists now")
-    except ImportError:
-        pass
-    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc")))
-    with pytest.raises(UserError) as e:
-        main_raise(["crosscheck", "--experiment", "kernels"])
-    assert "harness/experiments" in str(e.value) and "\n" not in str(e.value)
 
 
 def main_raise(argv):

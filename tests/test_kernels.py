@@ -186,7 +186,7 @@ def test_output_dump_mode(kind, step, tmp_path):
     prog = codegen.generate(sp, plat, ins)
     srcs = runner.write_sources(prog, tmp_path)
     elf = toolchain.build(srcs, tmp_path / "k.elf", plat, include_dirs=[runner.KERNEL_INCLUDE],
-                          defines=["ODL_DUMP", "PULP_FC_WAIT_POLL"])
+                          defines=["ODL_DUMP"])
     res = embedded.run(elf, plat)
     assert "ODLOUT" in res["stdout"]
     res["memory"] = runner.parse_dump(res["stdout"], prog)

@@ -307,12 +307,13 @@ def instructions_from_stats(stats: dict[str, str]) -> int | None:
 # ---------------------------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------------------------
-def _launch(cmd: list[str], timeout: float) -> tuple[str, str, int | None, float]:
-    """Run a launcher in its own process group so that a timeout also ends the simulator it spawned."""
+def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | None, float]:
+    """Run a launcher in its own process group so that a timeout (or our own interruption) also ends
+    the simulator it spawned. It runs in its work directory: gvrun imports modules from its cwd."""
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, cwd=cwd)
     except OSError as e:
         raise UserError(f"GVSoC failed to start: {cmd[0]}: {e.strerror or e}; {HOW_TO}") from None
     try:
@@ -325,6 +326,12 @@ def _launch(cmd: list[str], timeout: float) -> tuple[str, str, int | None, float
             pass
         out, err = proc.communicate()
         rc = None
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise
     return (out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), rc,
             time.monotonic() - t0)
 
@@ -334,22 +341,29 @@ def version(launcher=None) -> str:
     return f"gvsoc ({flavour(launcher)}: {launcher})" if launcher else "gvsoc (not found)"
 
 
-def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = None) -> dict:
-    """Run an ELF on GVSoC's pulp-open. Returns the result schema shared by every backend."""
+def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = None, stats: bool = False) -> dict:
+    """Run an ELF on GVSoC's pulp-open. Returns the result schema shared by every backend.
+
+    The program's output and exit status come from a run in GVSoC's normal mode: --stats (and --trace)
+    switch GVSoC to its profile/debug builds, whose counters and icache replacement differ slightly.
+    With stats=True a second run in profile mode measures the whole run's cycles (which include GVSoC's
+    loader, so they are larger than the embedded simulator's by a start-up offset)."""
     check_platform(platform)
     launcher = require()
     elfmod.load(elf_path)  # same one-line errors as the embedded backend for a missing or foreign file
     timeout = timeout_for(max_cycles, trace=bool(trace))
+    stat_vals = {}
     with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-") as wd:
-        cmd = command(elf_path, platform, trace=trace, work_dir=wd, launcher=launcher)
-        out, err, rc, secs = _launch(cmd, timeout)
-        if rc is not None and rc != 0 and flavour(launcher) == "gvrun" and "unrecognized arguments" in err \
-                and "--stats" in err:
-            # a gvrun from before GVSoC's statistics framework: run again without it, cycles unknown
-            cmd = command(elf_path, platform, trace=trace, work_dir=wd, launcher=launcher, stats=False)
-            out, err, rc, secs = _launch(cmd, timeout)
-        stats_file = Path(wd) / "stats.txt"
-        stats = parse_stats(stats_file.read_text(errors="replace")) if stats_file.exists() else {}
+        cmd = command(elf_path, platform, trace=trace, work_dir=wd, launcher=launcher, stats=False)
+        out, err, rc, secs = _launch(cmd, timeout, cwd=wd)
+        if stats and rc == 0 and flavour(launcher) == "gvrun" and not trace:
+            with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-stats-") as wd2:
+                cmd2 = command(elf_path, platform, work_dir=wd2, launcher=launcher, stats=True)
+                _, err2, rc2, _ = _launch(cmd2, timeout, cwd=wd2)
+                stats_file = Path(wd2) / "stats.txt"
+                if rc2 == 0 and stats_file.exists():
+                    stat_vals = parse_stats(stats_file.read_text(errors="replace"))
+    stats = stat_vals
     if rc is None:
         parsed = {"status": "cycle_limit", "exit_code": None, "stdout": out,
                   "fault": {"kind": "cycle limit",

@@ -56,8 +56,6 @@ def _positive(text: str) -> int:
 def add_arguments(p):
     p.add_argument("--programs", metavar="DIR",
                    help="directory of ELFs to run (*.elf); default: build tests/programs/*.c with 'pulp-odl build'")
-    p.add_argument("--experiment", choices=["kernels"],
-                   help="compare the ELFs of an experiment instead (kernels: the generated training kernels)")
     p.add_argument("--max-cycles", type=_positive, default=None, metavar="N",
                    help="give up on a program after N cycles (on GVSoC: after the host time N cycles should take)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object and nothing else")
@@ -163,19 +161,6 @@ def summarize(rows: list[dict], sections: list[dict]) -> dict:
 # ---------------------------------------------------------------------------------------------
 # programs
 # ---------------------------------------------------------------------------------------------
-def _experiment_programs(name: str, plat) -> list[Path]:
-    try:
-        import harness.experiments as experiments  # type: ignore
-    except ImportError:
-        raise UserError(f"--experiment {name}: the kernel experiment infrastructure (harness/experiments) does not "
-                        f"exist yet; compare a directory of ELFs with --programs DIR") from None
-    hook = getattr(experiments, "crosscheck_programs", None)
-    if hook is None:
-        raise UserError(f"--experiment {name}: harness.experiments has no crosscheck_programs(name, platform) "
-                        f"returning the experiment's ELFs; compare a directory of ELFs with --programs DIR")
-    return [Path(p) for p in hook(name, plat)]
-
-
 def _build_test_programs(plat, out: Path) -> list[Path]:
     from harness import toolchain
 
@@ -186,8 +171,6 @@ def _build_test_programs(plat, out: Path) -> list[Path]:
 
 
 def programs(args, plat, scratch: Path) -> list[Path]:
-    if args.experiment:
-        return _experiment_programs(args.experiment, plat)
     if args.programs:
         d = Path(args.programs)
         if not d.is_dir():
@@ -286,7 +269,7 @@ def run(args) -> int:
             if not args.json:
                 print(f"crosscheck: {Path(elf).name}", file=sys.stderr)
             emb = embedded.run(elf, plat, max_cycles=args.max_cycles)
-            gv = gvsoc.run(elf, plat, max_cycles=args.max_cycles)
+            gv = gvsoc.run(elf, plat, max_cycles=args.max_cycles, stats=True)
             row, secs = compare(Path(elf).stem, emb, gv)
             rows.append(row)
             sections.extend(secs)

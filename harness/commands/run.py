@@ -49,7 +49,8 @@ def run(args) -> int:
     plat = platmod.load(args.platform)
     max_cycles = _positive_int(args.max_cycles) if args.max_cycles is not None else None
     backend = BACKENDS[getattr(args, "backend", "embedded")]
-    res = backend.run(args.elf, plat, max_cycles=max_cycles, trace=args.trace)
+    extra = {"stats": True} if backend is gvsoc else {}  # whole-run cycles from a second, profiling run
+    res = backend.run(args.elf, plat, max_cycles=max_cycles, trace=args.trace, **extra)
     if args.json:
         print(json.dumps(res))
     else:

@@ -62,6 +62,13 @@ def _source_hash(prog: codegen.Program) -> str:
     return h.hexdigest()
 
 
+# Preprocessor defines of each backend's kernel ELF; part of the provenance, since they change the ELF.
+# The FC sleeps while the cluster trains, as on the MCU: a polling FC would add its own L2 traffic to
+# what is measured. GVSoC's FC is never woken from wfi by the cluster, so there it polls, and the
+# program prints its outputs (ODL_DUMP) because GVSoC's memory cannot be read back.
+BUILD_DEFINES = {"embedded": ["PULP_FC_WAIT_WFI"], "gvsoc": ["ODL_DUMP"]}
+
+
 def provenance(spec: KernelSpec) -> dict:
     """Everything a kernel result depends on, without building or running it: the key of cached rows."""
     plat = platmod.load(spec.platform)
@@ -69,7 +76,7 @@ def provenance(spec: KernelSpec) -> dict:
     prog = codegen.generate(spec, plat, ins)
     tc = toolchain.find()
     return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.sha256,
-            "simulator": embedded.version(), "backend": "embedded"}
+            "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES["embedded"]}
 
 
 def parse_dump(stdout: str, prog: codegen.Program) -> dict:
@@ -101,13 +108,14 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
             gvsoc.require()
             gvsoc.check_platform(plat)
             elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
-                                  defines=["ODL_DUMP", "PULP_FC_WAIT_POLL"])
+                                  defines=BUILD_DEFINES["gvsoc"])
             res = gvsoc.run(elf, plat)
             res["memory"] = parse_dump(res.get("stdout", ""), prog)
             return check(spec, prog, ins, res, _source_hash(prog))
         elif backend != "embedded":
             raise UserError(f"unknown backend '{backend}'; choose embedded or gvsoc")
-        elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE])
+        elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
+                              defines=BUILD_DEFINES["embedded"])
         program = elfmod.load(elf)
         reads = {}
         for sym, (t, _) in prog.outputs.items():

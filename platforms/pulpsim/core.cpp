@@ -157,6 +157,7 @@ void Core::ld_frd(uint32_t rd, uint32_t addr, int size) {
 
 void Core::st(uint32_t addr, int size, uint32_t value) {
   int lat = 0;
+  m->stores++;
   uint8_t* p = ram(addr, size, lat);
   if (p) {
     if (tcdm_busy && p >= m->l1.data() && p < m->l1.data() + m->l1_size) tcdm_access((uint32_t)(p - m->l1.data()));

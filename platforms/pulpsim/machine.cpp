@@ -310,6 +310,12 @@ static std::string wait_text(const Core& c) {
 // Deterministic scheduling: the running core with the smallest cycle count executes next, until it
 // passes the next core's time or the next timed event; ties go to the lower core index.
 Status Machine::run(uint64_t max_cycles) {
+  // A FC that polls for cluster cores which all wait forever would spin to the cycle limit: when only
+  // the FC runs, every active cluster core sleeps, nothing is scheduled and the FC stores nothing for
+  // two windows of SPIN_WINDOW cycles while looping at the same pc, that is a deadlock too.
+  const uint64_t SPIN_WINDOW = 1000000;
+  uint64_t spin_stores = 0, spin_since = UINT64_MAX;
+  uint32_t spin_pc = 0;
   while (status == Status::Running) {
     // c: the core to run; (second, second_idx): the earliest of the others, ties to the lower index
     Core* c = nullptr;
@@ -355,6 +361,33 @@ Status Machine::run(uint64_t max_cycles) {
     // run while ahead of nobody: equal cycles go to the lower core index first
     uint64_t lim = second == UINT64_MAX ? second : (c->index < second_idx ? second : second - 1);
     uint64_t bound = std::min(lim, next_ev - 1);
+    bool fc_alone = c->is_fc && second == UINT64_MAX && next_ev == UINT64_MAX;
+    bool cluster_waits = false;
+    if (fc_alone)
+      for (auto& k : cores)
+        if (!k->is_fc && k->active && k->sleeping) cluster_waits = true;
+    if (fc_alone && cluster_waits) {
+      bound = std::min(bound, c->cycle + SPIN_WINDOW);
+      // a poll loop is a few instructions: the FC must also be back near the same pc every window
+      bool same_loop = c->pc - spin_pc < 64 || spin_pc - c->pc < 64;
+      if (spin_since == UINT64_MAX || stores != spin_stores || !same_loop) {
+        spin_since = c->cycle;
+        spin_stores = stores;
+        spin_pc = c->pc;
+      } else if (c->cycle - spin_since > 2 * SPIN_WINDOW) {
+        status = Status::Deadlock;
+        fault.kind = "deadlock";
+        std::string who;
+        for (auto& k : cores)
+          if (!k->is_fc && k->active && k->sleeping) who += (who.empty() ? "" : "; ") + wait_text(*k);
+        fault.detail = "the cluster cores wait forever (" + who + ") while the fc polls without storing anything";
+        fault.pc = c->pc;
+        fault.core = c->index;
+        break;
+      }
+    } else {
+      spin_since = UINT64_MAX;
+    }
     Status s = trace ? c->run<true>(max_cycles, bound) : c->run<false>(max_cycles, bound);
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;

@@ -346,6 +346,7 @@ class Machine {
   struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };
   std::vector<Timed> timed;  // a min-heap on (time, seq)
   uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
+  uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   uint64_t timed_seq = 0;
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
   void process_timed(uint64_t upto);

@@ -63,11 +63,12 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
   mailbox_done = 0;
   mailbox_task = task;
   pulp_wr(CL_EU_FULL + 0x600 + 4 * EVT_SW0, 1u);  /* software event 0 to core 0 */
-#ifdef PULP_FC_WAIT_POLL
+#ifdef PULP_FC_WAIT_WFI
+  while (!mailbox_done) __asm__ volatile("wfi");  /* the master's SoC event wakes the FC (embedded model) */
+#else
+  /* Polling works on every simulator: GVSoC's FC is not woken from wfi by this SoC event. */
   while (!mailbox_done) {
   }
-#else
-  while (!mailbox_done) __asm__ volatile("wfi");  /* the master's SoC event wakes the FC */
 #endif
   return 0;
 }
