@@ -359,11 +359,10 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
         if stats and rc == 0 and flavour(launcher) == "gvrun" and not trace:
             with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-stats-") as wd2:
                 cmd2 = command(elf_path, platform, work_dir=wd2, launcher=launcher, stats=True)
-                _, err2, rc2, _ = _launch(cmd2, timeout, cwd=wd2)
+                _, _, rc2, _ = _launch(cmd2, timeout, cwd=wd2)
                 stats_file = Path(wd2) / "stats.txt"
                 if rc2 == 0 and stats_file.exists():
                     stat_vals = parse_stats(stats_file.read_text(errors="replace"))
-    stats = stat_vals
     if rc is None:
         parsed = {"status": "cycle_limit", "exit_code": None, "stdout": out,
                   "fault": {"kind": "cycle limit",
@@ -378,8 +377,8 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
         "platform": getattr(platform, "name", str(platform)),
         "status": parsed["status"],
         "exit_code": parsed["exit_code"],
-        "cycles": cycles_from_stats(stats),
-        "instructions": instructions_from_stats(stats),
+        "cycles": cycles_from_stats(stat_vals),
+        "instructions": instructions_from_stats(stat_vals),
         "ipc": None,
         "stdout": parsed["stdout"],
         "stalls": {},

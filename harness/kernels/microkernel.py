@@ -87,14 +87,7 @@ def kernels() -> str:
 
 
 def mm4x4() -> str:
-    body = []
-    for r in AREG:
-        body.append(asm.line("p_lw_postinc_imm", rd=r, rs1="a0", imm_i=4))
-    for r in BREG:
-        body.append(asm.line("p_lw_postinc_imm", rd=r, rs1="a1", imm_i=4))
-    for i in range(4):
-        for j in range(4):
-            body.append(asm.line("vfdotpex_s_h", rd_acc=ACC[4 * i + j], rs1=AREG[i], rs2=BREG[j]))
+    body = _body()
     # LPEND is the address of the body's last instruction, counted in halfwords from lp.setup
     end_off = 2 * len(body)
     out = ["    .section .text.odl_mm4x4, \"ax\"", "    .globl odl_mm4x4", "    .type odl_mm4x4, @function",

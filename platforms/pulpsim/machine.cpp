@@ -132,6 +132,25 @@ static const uint32_t HYPER_BASE = 0x1A102480, HYPER_SIZE = 0x800, SOC_EU = 0x1A
 static const uint32_t CL_CTRL = 0x0000, CL_TIMER = 0x0400, CL_EU = 0x0800, CL_ICACHE = 0x1400, CL_DMA = 0x1800,
                       CL_EU_DEMUX = 0x4000, CL_DMA_DEMUX = 0x4400;
 
+// Offset into L1 of an access to its test-and-set alias (L1 + 1 MiB; cluster cores also see it at
+// 0x00100000), or UINT32_MAX when the access is not wholly inside it.
+uint32_t Machine::tas_offset(const Core& c, uint32_t addr, int size) const {
+  uint32_t toff = addr - (l1_base + 0x100000);
+  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
+  return toff < l1_size && toff + size <= l1_size ? toff : UINT32_MAX;
+}
+
+// Offset of ADDR in the cluster's peripheral space (cluster cores also see it at 0x00200000).
+bool Machine::cluster_periph_offset(const Core& c, uint32_t addr, uint32_t& off) const {
+  if (addr - p_cluster_ctrl < 0x200000)
+    off = addr - p_cluster_ctrl;
+  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
+    off = addr - 0x00200000;
+  else
+    return false;
+  return true;
+}
+
 bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat) {
   value = 0;
   (void)size;
@@ -152,22 +171,15 @@ bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& 
     return false;
   }
   // The L1 test-and-set alias: a read returns the word and leaves all ones behind.
-  uint32_t tas = l1_base + 0x100000;
-  uint32_t toff = addr - tas;
-  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
-  if (toff < l1_size && toff + size <= l1_size) {
+  uint32_t toff = tas_offset(c, addr, size);
+  if (toff != UINT32_MAX) {
     lat = c.lat_l1;
     std::memcpy(&value, &l1[toff], size);
     std::memset(&l1[toff], 0xff, size);
     return true;
   }
   uint32_t off;
-  if (addr - p_cluster_ctrl < 0x200000)
-    off = addr - p_cluster_ctrl;
-  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
-    off = addr - 0x00200000;
-  else
-    return false;
+  if (!cluster_periph_offset(c, addr, off)) return false;
   if (off - CL_EU_DEMUX < 0x400) {
     lat = c.lat_demux;
     return eu_read(c, off - CL_EU_DEMUX, value, c.elw_access) || true;
@@ -234,21 +246,14 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
     (void)size;
     return false;
   }
-  uint32_t tas = l1_base + 0x100000;
-  uint32_t toff = addr - tas;
-  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
-  if (toff < l1_size && toff + size <= l1_size) {
+  uint32_t toff = tas_offset(c, addr, size);
+  if (toff != UINT32_MAX) {
     lat = c.lat_l1;
     std::memcpy(&l1[toff], &value, size);
     return true;
   }
   uint32_t off;
-  if (addr - p_cluster_ctrl < 0x200000)
-    off = addr - p_cluster_ctrl;
-  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
-    off = addr - 0x00200000;
-  else
-    return false;
+  if (!cluster_periph_offset(c, addr, off)) return false;
   if (off - CL_EU_DEMUX < 0x400) {
     lat = c.lat_demux;
     return c.is_fc ? true : eu_write(c, off - CL_EU_DEMUX, value);
@@ -307,6 +312,14 @@ static std::string wait_text(const Core& c) {
   return buf;
 }
 
+// The sleeping cores (cluster cores only, or every core) as "who waits for what; ...", for deadlock reports.
+static std::string sleepers_text(const std::vector<std::unique_ptr<Core>>& cores, bool cluster_only) {
+  std::string who;
+  for (auto& k : cores)
+    if (k->active && k->sleeping && !(cluster_only && k->is_fc)) who += (who.empty() ? "" : "; ") + wait_text(*k);
+  return who;
+}
+
 // Deterministic scheduling: the running core with the smallest cycle count executes next, until it
 // passes the next core's time or the next timed event; ties go to the lower core index.
 Status Machine::run(uint64_t max_cycles) {
@@ -342,10 +355,7 @@ Status Machine::run(uint64_t max_cycles) {
       }
       status = Status::Deadlock;
       fault.kind = "deadlock";
-      std::string who;
-      for (auto& k : cores)
-        if (k->active && k->sleeping) who += (who.empty() ? "" : "; ") + wait_text(*k);
-      fault.detail = "every core is waiting and nothing can wake it: " + who;
+      fault.detail = "every core is waiting and nothing can wake it: " + sleepers_text(cores, false);
       for (auto& k : cores)
         if (k->active && k->sleeping) {
           fault.pc = k->pc;
@@ -361,12 +371,9 @@ Status Machine::run(uint64_t max_cycles) {
     // run while ahead of nobody: equal cycles go to the lower core index first
     uint64_t lim = second == UINT64_MAX ? second : (c->index < second_idx ? second : second - 1);
     uint64_t bound = std::min(lim, next_ev - 1);
+    // the FC is the only runnable core and nothing is scheduled: every active cluster core sleeps
     bool fc_alone = c->is_fc && second == UINT64_MAX && next_ev == UINT64_MAX;
-    bool cluster_waits = false;
-    if (fc_alone)
-      for (auto& k : cores)
-        if (!k->is_fc && k->active && k->sleeping) cluster_waits = true;
-    if (fc_alone && cluster_waits) {
+    if (fc_alone && std::any_of(cores.begin(), cores.end(), [](auto& k) { return !k->is_fc && k->active; })) {
       bound = std::min(bound, c->cycle + SPIN_WINDOW);
       // a poll loop is a few instructions: the FC must also be back near the same pc every window
       bool same_loop = c->pc - spin_pc < 64 || spin_pc - c->pc < 64;
@@ -377,10 +384,8 @@ Status Machine::run(uint64_t max_cycles) {
       } else if (c->cycle - spin_since > 2 * SPIN_WINDOW) {
         status = Status::Deadlock;
         fault.kind = "deadlock";
-        std::string who;
-        for (auto& k : cores)
-          if (!k->is_fc && k->active && k->sleeping) who += (who.empty() ? "" : "; ") + wait_text(*k);
-        fault.detail = "the cluster cores wait forever (" + who + ") while the fc polls without storing anything";
+        fault.detail = "the cluster cores wait forever (" + sleepers_text(cores, true) +
+                       ") while the fc polls without storing anything";
         fault.pc = c->pc;
         fault.core = c->index;
         break;

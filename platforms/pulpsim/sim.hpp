@@ -369,6 +369,9 @@ class Machine {
   // memory-mapped accesses that are not plain memory; return false if nothing is mapped there
   bool mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat);
   bool mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& lat);
+  // address decoding shared by mmio_read and mmio_write
+  uint32_t tas_offset(const Core& c, uint32_t addr, int size) const;
+  bool cluster_periph_offset(const Core& c, uint32_t addr, uint32_t& off) const;
   void exit_program(int code);
 };
 

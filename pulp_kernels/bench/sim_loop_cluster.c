@@ -1,6 +1,8 @@
 /* Simulator speed benchmark, 8 cores: every cluster core runs the integer + FP loop of sim_loop.c. */
 #include <pmsis.h>
 
+#include "sim_loop_work.h"
+
 #ifndef ITERS
 #define ITERS 300000
 #endif
@@ -9,17 +11,8 @@ static PI_L1 volatile uint32_t out[16];
 
 static void loop(void *arg) {
   (void)arg;
-  uint32_t x = 12345u + pi_core_id(), acc = 0;
-  float f = 1.0f, g = 0.0f;
-  _Float16 h = (_Float16)0.5, hacc = 0;
-  for (int i = 0; i < ITERS; i++) {
-    x = x * 1664525u + 1013904223u;
-    acc += (x >> 7) ^ (acc << 3);
-    if (x & 0x100) acc -= i;
-    g = g * 0.999f + f * (float)(x & 0xff);
-    hacc = hacc * (_Float16)0.5 + h;
-  }
-  out[pi_core_id()] = acc + (uint32_t)g + (uint32_t)(int)hacc;
+  struct sim_loop_result r = sim_loop_work(12345u + pi_core_id(), ITERS);
+  out[pi_core_id()] = r.acc + (uint32_t)r.g + (uint32_t)(int)r.hacc;
 }
 
 static void entry(void *arg) { (void)arg; pi_cl_team_fork(0, loop, 0); }
