@@ -178,14 +178,19 @@ def _steps(where: str, what: str, v) -> tuple[str, ...]:
     return steps
 
 
+def _entry(where: str, table: str, t, allowed, required) -> None:
+    """An [[array]] entry must be a table with known keys and every required one."""
+    if not isinstance(t, dict):
+        raise UserError(f"{where}: {table} is not a table")
+    _keys(where, table, t, allowed)
+    for key in required:
+        if key not in t:
+            raise UserError(f"{where}: {table} lacks '{key}'")
+
+
 def _sweep(where: str, i: int, s) -> Sweep:
     table = f"[[sweep]] #{i}"
-    if not isinstance(s, dict):
-        raise UserError(f"{where}: {table} is not a table")
-    _keys(where, table, s, _SWEEP)
-    for key in ("net", "datasets", "layer_ids", "p"):
-        if key not in s:
-            raise UserError(f"{where}: {table} lacks '{key}'")
+    _entry(where, table, s, _SWEEP, ("net", "datasets", "layer_ids", "p"))
     net = s["net"]
     if not isinstance(net, str):
         raise UserError(f"{where}: {table} net must be a string, got {net!r}")
@@ -203,12 +208,7 @@ def _sweep(where: str, i: int, s) -> Sweep:
 
 def _kernel(where: str, i: int, t, steps, ps, placement) -> KernelGeometry:
     table = f"[[kernel]] #{i}"
-    if not isinstance(t, dict):
-        raise UserError(f"{where}: {table} is not a table")
-    _keys(where, table, t, _KERNEL)
-    for key in ("kind", "cin", "cout", "hw"):
-        if key not in t:
-            raise UserError(f"{where}: {table} lacks '{key}'")
+    _entry(where, table, t, _KERNEL, ("kind", "cin", "cout", "hw"))
     hw = t["hw"]
     hw = [hw, hw] if isinstance(hw, int) else hw
     if not (isinstance(hw, list) and len(hw) == 2 and all(isinstance(x, int) for x in hw)):
