@@ -10,6 +10,7 @@ Parameters (CLParams, per dataset, every one overridable):
     batch          16 elements per training step, of which batch_replay = 4 come from the
                    buffer and batch - batch_replay = 12 are new samples.
     epochs         4 passes over the task's new samples.
+    lr             SGD learning rate: 1e-3 (CIFAR-10), 1e-4 (CORe50), method.md.
 
 Derivation of the counts for one task:
 
@@ -49,12 +50,15 @@ class CLParams:
     batch_replay: int = 4
     epochs: int = 4
     tasks: int = 5
+    lr: float = 1e-3
 
     @property
     def batch_new(self) -> int:
         return self.batch - self.batch_replay
 
     def validate(self) -> "CLParams":
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < 1:
+            raise UserError(f"CL parameter lr must be a number in (0, 1), got {self.lr!r}")
         for name in ("new_per_task", "replays", "batch", "batch_replay", "epochs", "tasks"):
             v = getattr(self, name)
             low = 0 if name in ("replays", "batch_replay") else 1
@@ -69,7 +73,7 @@ class CLParams:
 
 DEFAULTS: dict[str, CLParams] = {
     "cifar10": CLParams("cifar10", new_per_task=10_000, replays=3_000),
-    "core50": CLParams("core50", new_per_task=24_000, replays=5_000),
+    "core50": CLParams("core50", new_per_task=24_000, replays=5_000, lr=1e-4),
 }
 
 

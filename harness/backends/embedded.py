@@ -42,9 +42,11 @@ def version() -> str:
 
 
 def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None,
-        read: dict | None = None) -> dict:
+        read: dict | None = None, preload: list | None = None) -> dict:
     """Run an ELF to completion. Returns the result schema shared by every backend.
-    `read` maps names to (address, bytes) to fetch from memory after the run (result["memory"])."""
+    `read` maps names to (address, bytes), or (external memory, offset, bytes), to fetch after the run
+    (result["memory"]); `preload` lists (address, data) or (external memory, offset, data) to place
+    before the program starts ("hyperram" or "flash": contents the program finds there)."""
     sim = simulator()
     prog = elfmod.load(elf_path)
     m = sim.Machine(platform.sim_config())
@@ -53,6 +55,11 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
             m.load(seg.addr, seg.data)
         except RuntimeError as e:
             raise UserError(f"{elf_path}: {e} (was it built for platform '{platform.name}'?)") from None
+    for item in preload or ():
+        if isinstance(item[0], str):
+            m.load_external(item[0], item[1], item[2])
+        else:
+            m.load(item[0], item[1])
     lo, hi = prog.text_range
     if hi > lo:
         m.set_text(lo, hi)
@@ -78,7 +85,8 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
         "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
     }
     if read:
-        out["memory"] = {name: m.read(addr, n) for name, (addr, n) in read.items()}
+        out["memory"] = {name: (m.read_external(*where) if isinstance(where[0], str) else m.read(*where))
+                         for name, where in read.items()}
     if "fault" in r:
         f = dict(r["fault"])
         f["insn"] = _insn_at(m, f["pc"], platform)

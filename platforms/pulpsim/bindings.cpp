@@ -1,4 +1,5 @@
 // Python binding of the simulator: harness/backends/embedded.py is its only user.
+#include <cstring>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -72,6 +73,21 @@ PYBIND11_MODULE(_pulpsim, m) {
         std::string s(n, '\0');
         mc.read_bytes(addr, reinterpret_cast<uint8_t*>(&s[0]), n);
         return py::bytes(s);
+      })
+      // The external memories are reached only through the uDMA: a harness fills and reads them
+      // directly, as the state a program finds in HyperRAM or flash (e.g. weights a previous step left).
+      .def("load_external", [](Machine& mc, const std::string& mem, uint32_t off, py::bytes data) {
+        std::string s = data;
+        std::vector<uint8_t>& m = mem == "flash" ? mc.flash : mc.hyperram;
+        if (mem != "flash" && mem != "hyperram") throw std::runtime_error("unknown external memory " + mem);
+        if ((uint64_t)off + s.size() > m.size()) throw std::runtime_error(mem + ": data past its end");
+        std::memcpy(&m[off], s.data(), s.size());
+      })
+      .def("read_external", [](Machine& mc, const std::string& mem, uint32_t off, size_t n) {
+        std::vector<uint8_t>& m = mem == "flash" ? mc.flash : mc.hyperram;
+        if (mem != "flash" && mem != "hyperram") throw std::runtime_error("unknown external memory " + mem);
+        if ((uint64_t)off + n > m.size()) throw std::runtime_error(mem + ": read past its end");
+        return py::bytes(reinterpret_cast<const char*>(&m[off]), n);
       })
       .def("set_text", &Machine::set_text)
       .def("start", &Machine::start_fc)

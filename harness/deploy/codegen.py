@@ -1,0 +1,612 @@
+"""Stages -> C. Each stage kind has a tile planner (what fits L1, what the external slabs allow,
+what an estimate of its cycles prefers) that fills the context of its template in
+pulp_kernels/deploy/ (Jinja2): matrix products (forward and input gradient), their weight
+gradient, depthwise steps, the full convolution of a frozen stem, and the stages without a matrix
+product. A stage addresses every tensor through the memory plan: an offset in the L2 arena or an
+address in an external memory, plus the chunk's first sample for tensors that hold the whole batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import jinja2
+import numpy as np
+
+from harness import ROOT
+from harness.deploy.graph import Stage, Step
+from harness.deploy.memplan import SCRATCH_BYTES, MemoryPlan
+from harness.errors import UserError
+from harness.kernels import plan as kplan
+from harness.kernels.spec import cp
+from harness.platform import Platform
+
+TEMPLATES = ROOT / "pulp_kernels" / "deploy"
+HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
+ACT = {"none": 0, "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+L2_BYTES_PER_CYCLE = 8      # cluster DMA (platform dma.bytes_per_cycle is the same on both platforms)
+
+
+@lru_cache(maxsize=None)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
+
+
+def r4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def a16(n: int) -> int:
+    return (max(4, n) + 15) // 16 * 16
+
+
+class _NS(dict):
+    """A dict whose keys read as attributes in templates (s.buf.araw0)."""
+    __getattr__ = dict.get
+
+
+class L1:
+    def __init__(self):
+        self.off = 0
+        self.bufs = _NS()
+
+    def add(self, name: str, nbytes: int) -> int:
+        self.bufs[name] = self.off
+        self.off += a16(nbytes)
+        return self.bufs[name]
+
+
+@dataclass
+class StageCode:
+    stage: Stage
+    fn: str
+    c: str
+    l1_bytes: int
+    variant: str = ""            # "" or "acc" (weight gradients of the chunks after the first)
+    tiles: dict = field(default_factory=dict)
+
+
+class Gen:
+    """Renders the stages of one program over one memory plan."""
+
+    def __init__(self, plan: MemoryPlan, plat: Platform):
+        self.plan, self.plat, self.step = plan, plat, plan.step
+        self.budget = kplan.l1_budget(plat)
+        self.cores = plat.cluster["cores"]
+
+    # -- addressing --------------------------------------------------------------------------
+    def samples(self, stage: Stage) -> int:
+        return {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat, 1)
+
+    def stream(self, stage: Stage, tensor: str, slabs: list, slab_bytes: int) -> _NS:
+        t = self.step.tensors[tensor]
+        h = self.plan.home(tensor)
+        addr = f"((uint32_t)odl_arena + {h.offset}u)" if h.memory == "l2" else f"{h.offset}u"
+        chunk = t.sample_bytes * self.samples(stage) if t.scope == "batch" and stage.repeat != "once" else 0
+        if h.memory != "l2":
+            base = self.plan.scratch + len(slabs) * slab_bytes
+            slabs.append(tensor)
+            slabs.append(tensor)
+            sl = f"(uint32_t)odl_arena + {base}u, (uint32_t)odl_arena + {base + slab_bytes}u, {slab_bytes}u"
+        else:
+            sl = "0, 0, 0"
+        return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
+                   bw=L2_BYTES_PER_CYCLE if h.memory == "l2" else 1)
+
+    def streams(self, stage: Stage, names: dict) -> tuple[_NS, int]:
+        """Stream contexts for `names` (C name -> tensor); the stage's external streams share the
+        scratch slabs equally. Returns (contexts, slab bytes)."""
+        n_ext = sum(1 for t in names.values() if self.plan.home(t).memory != "l2")
+        slab = (SCRATCH_BYTES // max(1, 2 * n_ext)) // 16 * 16
+        slabs: list = []
+        return _NS({k: self.stream(stage, t, slabs, slab) for k, t in names.items()}), slab
+
+    def fail(self, stage: Stage, what: str):
+        raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
+                        f"{self.plat.name}")
+
+    # -- rendering ---------------------------------------------------------------------------
+    def render(self, stage: Stage, fn: str, variant: str = "") -> StageCode:
+        kind = stage.kind
+        if kind in ("mm_fw", "mm_ig"):
+            ctx = self.mm(stage, fn)
+            tpl = "mm.c.j2"
+        elif kind == "mm_wg":
+            ctx = self.wg(stage, fn, variant == "acc")
+            tpl = "wg.c.j2"
+        elif kind in ("dw_fw", "dw_ig", "dw_wg"):
+            ctx = self.dw(stage, fn, variant == "acc")
+            tpl = "dw.c.j2"
+        elif kind == "conv_fw":
+            ctx = self.conv(stage, fn)
+            tpl = "conv.c.j2"
+        else:
+            ctx = self.ops(stage, fn)
+            tpl = "ops.c.j2"
+        c = _env().get_template(tpl).render(s=ctx)
+        return StageCode(stage, fn, c, ctx["l1"], variant, {k: ctx.get(k) for k in ("tm", "tn", "tk", "tc", "ts", "tr")
+                                                            if ctx.get(k) is not None})
+
+    # -- matrix products: forward and input gradient -------------------------------------------
+    def mm(self, st: Stage, fn: str) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        fw = st.kind == "mm_fw"
+        rows_ps = a["h_out"] * a["w_out"]
+        m = ns * rows_ps
+        if fw:
+            acols, n, wpitch = a["c_in"], a["c_out"], cp(a["c_in"])
+        else:
+            acols, n, wpitch = a["k_out"], a["k_in"], cp(a["c_in"])
+        ap, k2 = cp(acols), cp(acols) // 2
+        names = {"A": st.ins["x"] if fw else st.ins["dy"], "W": st.ins["w"]}
+        slots = {"Bias": "b", "Label": "label", "Skip": "skip", "Stash": "stash", "Sx": "sx", "Y": "y", "Xs": "xs",
+                 "Dz": "dz", "Loss": "loss", "Pool": "pool"}
+        extra = {}
+        for cname, slot in slots.items():
+            if slot in st.outs:
+                extra[cname] = st.outs[slot]
+            elif slot in st.ins and (fw or slot == "stash"):
+                extra[cname] = st.ins[slot]
+        if not fw:
+            if "dx" in st.outs:
+                extra["Y"] = st.outs["dx"]
+            if "gskip" in st.ins:
+                extra["Skip"] = st.ins["gskip"]
+            extra.pop("Bias", None)
+        names.update(extra)
+        t, slab = self.streams(st, names)
+        t["a"], t["w"] = t.pop("A"), t.pop("W")
+        act_bw = (not fw) and "stash" in st.ins and a["act"] != "none"
+        stash_how = "pre" if a["act"] == "hswish" else "post"
+        stash = fw and "stash" in st.outs
+        sx = fw and "sx" in st.outs
+        k_stash = a["k_out"] if (stash or sx) else 0
+        keep = a["k_in"] if fw and "xs" in st.outs else 0
+        keep_compact = bool(keep) and keep != acols
+        bias = fw and a["bias"]
+        pool = fw and "pool" in st.outs
+        ce = fw and a.get("ce", False)
+        dy_cols = self.step.tensors[names["A"]].cols
+        zero_lane = (not fw) and acols % 2 == 1 and dy_cols > acols
+        ext = {k for k, v in t.items() if v.ext}
+
+        def mem(tm, tn):
+            resident = tn >= n
+            b = 0
+            b += 2 * tm * ap * 2 + (2 * tm * ap * 2 if act_bw else 0) + r4(tm) * k2 * 4
+            braw = tn * wpitch * 2 if fw else acols * cp(tn) * 2
+            b += braw * (1 if resident else 2) + r4(tn) * k2 * 4 + 2 * tm * cp(tn) * 2
+            if bias:
+                b += cp(n) * 2 + 4 * n + 32
+            if "Skip" in t:
+                b += tm * cp(tn) * 2
+            if stash:
+                b += 2 * tm * cp(min(tn, k_stash)) * 2
+            if sx:
+                b += 2 * tm * cp(min(tn, k_stash)) * 2
+            if keep_compact:
+                b += tm * cp(keep) * 2
+            if pool:
+                b += 4 * ns * n + ns * cp(n) * 2
+            if ce:
+                b += 4 * ns + tm * cp(n) * 2 + tm * 4
+            return b + 16 * 16
+
+        def slab_ok(tm, tn):
+            need = {"a": tm * t.a.pitch * 2, "Y": tm * t.Y.pitch * 2 if t.Y else 0,
+                    "Stash": tm * (t.Stash.pitch if t.Stash else 0) * 2, "Sx": tm * (t.Sx.pitch if t.Sx else 0) * 2,
+                    "Xs": tm * (t.Xs.pitch if t.Xs else 0) * 2, "Skip": tm * (t.Skip.pitch if t.Skip else 0) * 2,
+                    "Dz": tm * (t.Dz.pitch if t.Dz else 0) * 2, "w": t.w.pitch * 2}
+            return all(need.get(k, 0) <= slab for k in ext)
+
+        def cost(tm, tn):
+            m_tiles, n_tiles = -(-m // tm), -(-n // tn)
+            blocks = -(-tm // 4) * -(-tn // 4)
+            compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
+            wbytes = n * (wpitch if fw else acols) * 2
+            traffic = (wbytes if n_tiles == 1 else m_tiles * wbytes) / t.w.bw + m * ap * 2 / t.a.bw
+            forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
+            return max(compute, traffic) + forks * FORK_CYCLES
+
+        best = None
+        for tn in _cands(n, 4):
+            if ce and tn != n:
+                continue
+            for tm in _cands(m, 4):
+                if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
+                    continue
+                c = cost(tm, tn)
+                if best is None or c < best[0]:
+                    best = (c, tm, tn)
+        if best is None:
+            self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
+        _, tm, tn = best
+        lay = L1()
+        for nm, nb in (("araw0", tm * ap * 2), ("araw1", tm * ap * 2), ("apan", r4(tm) * k2 * 4)):
+            lay.add(nm, nb)
+        if act_bw:
+            lay.add("stin0", tm * ap * 2)
+            lay.add("stin1", tm * ap * 2)
+        braw = tn * wpitch * 2 if fw else acols * cp(tn) * 2
+        lay.add("braw0", braw)
+        lay.add("braw1", braw if tn < n else 4)
+        lay.add("bpan", r4(tn) * k2 * 4)
+        lay.add("out0", tm * cp(tn) * 2)
+        lay.add("out1", tm * cp(tn) * 2)
+        if bias:
+            lay.add("bias16", cp(n) * 2)
+            lay.add("bias32", 4 * n)
+        if "Skip" in t:
+            lay.add("skip", tm * cp(tn) * 2)
+        for nm, on in (("st", stash), ("sx", sx)):
+            if on:
+                lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
+                lay.add(f"{nm}1", tm * cp(min(tn, k_stash)) * 2)
+        if keep_compact:
+            lay.add("keep", tm * cp(keep) * 2)
+        if pool:
+            lay.add("pool", 4 * ns * n)
+            lay.add("poolh", ns * cp(n) * 2)
+        if ce:
+            lay.add("label", 4 * ns)
+            lay.add("dz", tm * cp(n) * 2)
+            lay.add("loss", tm * 4)
+        streams = [k for k in t if k not in ("a", "w")]
+        return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}",
+                   fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n, tm=tm, tn=tn, acols=acols,
+                   ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams, act=ACT[a["act"]] if fw else 0,
+                   act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap, stash=stash_how if stash else "",
+                   sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
+                   bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
+                   dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane)
+
+    # -- weight gradient of a matrix-product layer ---------------------------------------------
+    def wg(self, st: Stage, fn: str, accumulate: bool) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        m, n = a["k_out"], a["k_in"]
+        p = ns * a["h_out"] * a["w_out"]
+        act_bw = "stash" in st.ins and a["act"] != "none"
+        names = {"A": st.ins["dy"], "Xs": st.ins["xs"], "Dw": st.outs["dw"]}
+        if act_bw:
+            names["Stash"] = st.ins["stash"]
+        bias = "db" in st.outs
+        if bias:
+            names["Db"] = st.outs["db"]
+            if accumulate:
+                names["DbOld"] = st.outs["db"]
+        names["OldT"] = st.outs["dw"]
+        t, slab = self.streams(st, names)
+        t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
+        ext = {k for k, v in t.items() if v.ext}
+
+        def mem(tm, tn, tk):
+            k2 = (tk + 1) // 2
+            b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
+            b += tm * cp(tn) * 2 * (2 if accumulate else 1)
+            if tk < p:
+                b += 4 * tm * tn
+            if bias:
+                b += 4 * m + cp(m) * 2
+            return b + 12 * 16
+
+        def slab_ok(tm, tn, tk):
+            need = {"a": tk * t.a.pitch * 2, "xs": tk * t.xs.pitch * 2, "dw": tm * t.dw.pitch * 2,
+                    "old": tm * t.dw.pitch * 2, "Stash": tk * (t.Stash.pitch if t.Stash else 0) * 2,
+                    "Db": t.Db.pitch * 2 if t.Db else 0, "DbOld": t.Db.pitch * 2 if t.Db else 0}
+            return all(need.get(k, 0) <= slab for k in ext)
+
+        def cost(tm, tn, tk):
+            mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
+            blocks = -(-tm // 4) * -(-tn // 4)
+            compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
+            loads = mt * nt * kt * (tk * cp(tm) + tk * cp(tn)) * 2 / L2_BYTES_PER_CYCLE
+            return compute + loads + mt * nt * (kt * 3 + 2) * FORK_CYCLES
+
+        best = None
+        for tk in _cands(p, 2):
+            for tn in _cands(n, 4):
+                for tm in _cands(m, 4):
+                    if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
+                        continue
+                    c = cost(tm, tn, tk)
+                    if best is None or c < best[0]:
+                        best = (c, tm, tn, tk)
+        if best is None:
+            self.fail(st, f"no tile of the {m} x {n} weight gradient over {p} pixels")
+        _, tm, tn, tk = best
+        k_tiles = -(-p // tk)
+        k2 = (tk + 1) // 2
+        lay = L1()
+        lay.add("araw", tk * cp(tm) * 2)
+        if act_bw:
+            lay.add("stin", tk * cp(tm) * 2)
+        lay.add("apan", r4(tm) * k2 * 4)
+        lay.add("braw", tk * cp(tn) * 2)
+        lay.add("bpan", r4(tn) * k2 * 4)
+        lay.add("out", tm * cp(tn) * 2)
+        if accumulate:
+            lay.add("old", tm * cp(tn) * 2)
+        if k_tiles > 1:
+            lay.add("acc", 4 * tm * tn)
+        if bias:
+            lay.add("db32", 4 * m)
+            lay.add("db16", cp(m) * 2)
+        streams = [k for k in t if k not in ("a", "xs", "dw", "old")]
+        return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
+                         + (" (adds to the accumulators)" if accumulate else ""),
+                   fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
+                   streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate)
+
+    # -- depthwise ---------------------------------------------------------------------------
+    def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        step = st.kind[3:]
+        h, w, ho, wo, k = a["h"], a["w"], a["h_out"], a["w_out"], a["k"]
+        hwi, hwo, kk = h * w, ho * wo, k * k
+        if step == "fw":
+            c, in_rows = a["c_in"], hwi
+            names = {"In": st.ins["x"], "W": st.ins["w"]}
+            for cname, slot in (("Bias", "b"),):
+                if slot in st.ins:
+                    names[cname] = st.ins[slot]
+            for cname, slot in (("Y", "y"), ("Stash", "stash"), ("Sx", "sx"), ("Xs", "xs"), ("Pool", "pool")):
+                if slot in st.outs:
+                    names[cname] = st.outs[slot]
+        else:
+            c, in_rows = a["k_in"], hwo
+            names = {"In": st.ins["dy"], "W": st.ins.get("w", st.ins["dy"])}
+            if "stash" in st.ins:
+                names["Stash"] = st.ins["stash"]
+            if step == "ig":
+                names["Dx"] = st.outs["dx"]
+            else:
+                names["Xs"] = st.ins["xs"]
+                names["Dw"] = st.outs["dw"]
+                names["Old"] = st.outs["dw"]
+                if "db" in st.outs:
+                    names["Db"] = st.outs["db"]
+                    names["DbOld"] = st.outs["db"]
+        t, slab = self.streams(st, names)
+        t["in"], t["w"] = t.pop("In"), t.pop("W")
+        act = ACT[a["act"]] if step == "fw" else 0
+        act_bw = ACT[a["act"]] if step != "fw" and "stash" in st.ins and a["act"] != "none" else 0
+        stash = "stash" in st.outs
+        sx = "sx" in st.outs
+        k_stash = a["k_out"] if (stash or sx) else 0
+        keep = a["k_in"] if step == "fw" and "xs" in st.outs else 0
+        pool = "pool" in st.outs
+        bias = a["bias"] and (step == "fw" or "db" in st.outs)
+        ext = {kk_ for kk_, v in t.items() if v.ext}
+
+        def mem(tc, ts):
+            pc = cp(tc)
+            b = 2 * ts * in_rows * pc * 2
+            if act_bw:
+                b += 2 * ts * hwo * pc * 2
+            if step == "fw":
+                b += 2 * ts * hwo * pc * 2 + kk * pc * 2 + (pc * 2 if bias else 0)
+                b += (2 if stash else 0) * ts * hwo * pc * 2 + (2 if sx else 0) * ts * hwo * pc * 2
+                if keep and keep < c:
+                    b += ts * hwi * pc * 2
+                if pool:
+                    b += 4 * ns * c + ns * cp(c) * 2
+            elif step == "ig":
+                b += 2 * ts * hwi * pc * 2 + kk * pc * 2
+            else:
+                b += 2 * ts * hwi * pc * 2 + 4 * (kk + 1) * pc + (kk + 1) * pc * 2
+            return b + 16 * 16
+
+        def slab_ok(tc, ts):
+            rows = {"in": ts * in_rows, "Stash": ts * hwo, "Y": ts * hwo, "Sx": ts * hwo, "Xs": ts * hwi,
+                    "Dx": ts * hwi, "w": kk, "Dw": kk, "Old": kk, "Bias": 1, "Db": 1, "DbOld": 1, "Pool": ns}
+            return all(rows[kk_] * t[kk_].pitch * 2 <= slab for kk_ in ext)
+
+        def cost(tc, ts):
+            blocks, groups = -(-c // tc), -(-ns // ts)
+            return blocks * groups * FORK_CYCLES * (2 if step == "fw" else 1)
+
+        best = None
+        for tc in _cands(c, 2):
+            for ts in range(ns, 0, -1):
+                if mem(tc, ts) <= self.budget and slab_ok(tc, ts):
+                    cst = cost(tc, ts)
+                    if best is None or cst < best[0]:
+                        best = (cst, tc, ts)
+                    break
+        if best is None:
+            self.fail(st, f"no channel pair of the {h}x{w} map")
+        _, tc, ts = best
+        pc = cp(tc)
+        lay = L1()
+        lay.add("in0", ts * in_rows * pc * 2)
+        lay.add("in1", ts * in_rows * pc * 2)
+        if act_bw:
+            lay.add("stin0", ts * hwo * pc * 2)
+            lay.add("stin1", ts * hwo * pc * 2)
+        if step == "fw":
+            lay.add("out0", ts * hwo * pc * 2)
+            lay.add("out1", ts * hwo * pc * 2)
+            lay.add("w", kk * pc * 2)
+            if bias:
+                lay.add("b", pc * 2)
+            for nm, on in (("st", stash), ("sx", sx)):
+                if on:
+                    lay.add(f"{nm}0", ts * hwo * pc * 2)
+                    lay.add(f"{nm}1", ts * hwo * pc * 2)
+            if keep and keep < c:
+                lay.add("keep", ts * hwi * pc * 2)
+            if pool:
+                lay.add("pool", 4 * ns * c)
+                lay.add("poolh", ns * cp(c) * 2)
+        elif step == "ig":
+            lay.add("out0", ts * hwi * pc * 2)
+            lay.add("out1", ts * hwi * pc * 2)
+            lay.add("w", kk * pc * 2)
+        else:
+            lay.add("x0", ts * hwi * pc * 2)
+            lay.add("x1", ts * hwi * pc * 2)
+            lay.add("acc", 4 * (kk + 1) * pc)
+            lay.add("dwt", kk * pc * 2)
+            lay.add("dbt", pc * 2)
+        streams = [kk_ for kk_ in t if kk_ not in ("in", "w")]
+        if step == "wg" and not accumulate:
+            streams = [s_ for s_ in streams if s_ not in ("Old", "DbOld")]
+            for s_ in ("Old", "DbOld"):
+                t.pop(s_, None)
+        pad = a["pad"]
+        return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
+                         f"{ts} samples" + (" (adds to the accumulators)" if accumulate else ""),
+                   fn=fn, buf=lay.bufs, l1=lay.off, step=step, c=c, tc=tc, ts=ts, samples=ns, h=h, w=w, ho=ho, wo=wo,
+                   k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act,
+                   act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
+                   stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
+                   bias=bias, y="Y" in t, accumulate=accumulate)
+
+    # -- full convolution forward (frozen stems) -------------------------------------------------
+    def conv(self, st: Stage, fn: str) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        names = {"x": st.ins["x"], "w": st.ins["w"], "y": st.outs["y"]}
+        if "b" in st.ins:
+            names["bias"] = st.ins["b"]
+        t, slab = self.streams(st, names)
+        h, w, ho, wo, k, s = a["h"], a["w"], a["h_out"], a["w_out"], a["k"], a["stride"]
+        n, cin = a["c_out"], a["c_in"]
+        kdim = k * k * cin
+        k2 = cp(kdim) // 2
+        wpitch = cp(kdim)
+        xpitch = t.x.pitch
+
+        def in_rows(tr):
+            return min(h, (tr - 1) * s + k)
+
+        def mem(tr):
+            px = tr * wo
+            return (2 * in_rows(tr) * w * xpitch * 2 + r4(px) * k2 * 4 + n * wpitch * 2 + r4(n) * k2 * 4
+                    + 2 * px * cp(n) * 2 + cp(n) * 2 + 4 * n + 10 * 16)
+
+        tr = next((r for r in range(ho, 0, -1) if mem(r) <= self.budget
+                   and (not t.x.ext or in_rows(r) * w * xpitch * 2 <= slab)
+                   and (not t.y.ext or r * wo * t.y.pitch * 2 <= slab)), None)
+        if tr is None:
+            self.fail(st, "no output row of the convolution")
+        lay = L1()
+        lay.add("in0", in_rows(tr) * w * xpitch * 2)
+        lay.add("in1", in_rows(tr) * w * xpitch * 2)
+        lay.add("apan", r4(tr * wo) * k2 * 4)
+        lay.add("w", n * wpitch * 2)
+        lay.add("bpan", r4(n) * k2 * 4)
+        lay.add("out0", tr * wo * cp(n) * 2)
+        lay.add("out1", tr * wo * cp(n) * 2)
+        lay.add("bias16", cp(n) * 2)
+        lay.add("bias32", 4 * n)
+        pad = a["pad"]
+        return _NS(title=f"{st.name}: convolution {k}x{k}/{s} forward, {cin} -> {n}, {h}x{w} -> {ho}x{wo}, {tr} rows a tile",
+                   fn=fn, buf=lay.bufs, l1=lay.off, samples=ns, h=h, w=w, ho=ho, wo=wo, k=k, stride=s, pt=pad[2],
+                   pl=pad[0], n=n, cin=cin, k2=k2, wpitch=wpitch, xpitch=xpitch, ypitch=cp(n), tr=tr, t=t,
+                   bias="bias" in t, act=ACT[a["act"]])
+
+    # -- stages without a matrix product ---------------------------------------------------------
+    def ops(self, st: Stage, fn: str) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        kind = st.kind
+        if kind == "latents":
+            return self.latents(st, fn)
+        if kind == "sgd":
+            return self.sgd(st, fn)
+        c, hw = a["c"], a["hw"]
+        rows = ns * hw
+        if kind == "gap_bw":
+            names = {"G": st.ins["g"], "Y": st.outs["dy"]}
+            if "acc" in st.ins:
+                names["Acc"] = st.ins["acc"]
+        elif kind == "scale_fw":
+            names = {"S": st.ins["s"], "X": st.ins["x"], "Y": st.outs["y"]}
+        else:
+            names = {"S": st.ins["s"], "X": st.ins["x"], "Dy": st.ins["dy"], "Dx": st.outs["dx"], "Ds": st.outs["ds"]}
+        t, slab = self.streams(st, names)
+        per_row = cp(c) * 2 * (2 if kind == "scale_bw" else 1)
+        fixed = ns * cp(c) * 2 * 2 + 4 * ns * c + 8 * 16
+        ext_pitch = max([v.pitch for v in t.values() if v.ext] + [0]) * 2
+        tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
+                   and r * ext_pitch <= slab), None)
+        if tr is None:
+            self.fail(st, f"one row of {c} channels")
+        lay = L1()
+        if kind == "gap_bw":
+            lay.add("g", ns * cp(c) * 2)
+            lay.add("y", tr * cp(c) * 2)
+        elif kind == "scale_fw":
+            lay.add("s", ns * cp(c) * 2)
+            lay.add("x", tr * cp(c) * 2)
+        else:
+            lay.add("s", ns * cp(c) * 2)
+            lay.add("dy", tr * cp(c) * 2)
+            lay.add("x", tr * cp(c) * 2)
+            lay.add("acc", 4 * ns * c)
+            lay.add("ds", ns * cp(c) * 2)
+        return _NS(title=f"{st.name}: {kind}, {ns} samples x {hw} pixels x {c} channels", fn=fn, buf=lay.bufs,
+                   l1=lay.off, kind=kind, c=c, cp=cp(c), hw=hw, rows=rows, tr=tr, samples=ns, t=t, streams=list(t),
+                   acc="Acc" in t)
+
+    def sgd(self, st: Stage, fn: str) -> _NS:
+        a = st.attrs
+        dw = a["kind"] == "dw"
+        names = {"Wt": st.ins["w"], "G": st.ins["dw"]}
+        if "b" in st.ins:
+            names.update(Bt=st.ins["b"], Gb=st.ins["db"])
+        t, slab = self.streams(st, names)
+        rows = a["k"] * a["k"] if dw else a["k_out"]
+        wp, gp = t.Wt.pitch, t.G.pitch
+        cols = a["k_in"]
+        lr = a["lr"]
+        lr16 = int(np.float16(-lr).view(np.uint16))
+        neg2 = lr16 | (lr16 << 16)
+        fixed = (cp(a["c_out"]) * 2 + cp(a["k_out"]) * 2) + 6 * 16
+        tr = next((r for r in _cands(rows, 1) if fixed + r * (wp + gp) * 2 <= self.budget
+                   and (not t.Wt.ext or r * wp * 2 <= slab) and (not t.G.ext or r * gp * 2 <= slab)), None)
+        if tr is None:
+            self.fail(st, "one weight row")
+        lay = L1()
+        lay.add("w", tr * wp * 2)
+        lay.add("g", tr * gp * 2)
+        bias = "b" in st.ins
+        if bias:
+            lay.add("b", cp(a["c_out"]) * 2)
+            lay.add("db", cp(a["k_out"]) * 2)
+        return _NS(title=f"{st.name}: SGD on the {rows} x {cols} kept block (lr {lr:g})", fn=fn, buf=lay.bufs,
+                   l1=lay.off, kind="sgd", rows=rows, cols=cols, wp=wp, gp=gp, tr=tr, neg_lr2=neg2, bias=bias,
+                   bp=cp(a["c_out"]), bcols=a["k_out"], t=t, streams=list(t))
+
+    def latents(self, st: Stage, fn: str) -> _NS:
+        lat = self.step.tensors[st.outs["latent"]]
+        lh, rh = self.plan.home(st.outs["latent"]), self.plan.home(st.ins["replay"])
+        if lh.memory != "l2":
+            raise UserError(f"{st.name}: the batch's latents must be in L2")
+        p = self.step.params
+        count = st.attrs.get("count", p.batch_replay)
+        first = st.attrs.get("first", p.batch_new)
+        write = st.attrs.get("write", p.batch_new)
+        store = self.plan.homes.get("<new_latents>")
+        return _NS(title=f"{st.name}: {count} latents from the replay buffer" + (f", {write} written" if write else ""),
+                   fn=fn, buf=_NS(), l1=0, kind="latents", t=_NS(), streams=[],
+                   replay_addr=f"{rh.offset}u", latent_addr=f"((uint32_t)odl_arena + {lh.offset}u)",
+                   sample_bytes=lat.sample_bytes, count=count, first=first, write=write,
+                   store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
+
+
+def _cands(total: int, step: int) -> list[int]:
+    """Tile sizes to try: the whole extent, then multiples of `step` below it (halving when large)."""
+    out = [total]
+    t = (total - 1) // step * step
+    while t >= step:
+        if t not in out:
+            out.append(t)
+        t = t // 2 // step * step if t > 8 * step else t - step
+    return out

@@ -1,0 +1,430 @@
+"""One continual-learning training step as data: the tensors it touches and the stages it runs.
+
+A step trains on one batch of `batch` elements: `batch_new` new samples and `batch_replay` latents
+from the replay buffer. It runs, in this order (method.md; harness.schedule has the counts per task):
+
+    frozen   the frozen layers' forward on the new samples, `n_f` samples at a time (a "chunk"),
+             producing their latents (epoch 1 only: later epochs read them back, see `latents`)
+    latents  latents read from the buffer in flash into the batch: the replayed ones every step,
+             the new samples' ones too in epochs after the first; epoch 1 writes the new latents out
+    fw       the trained layers' forward on the batch, `n_t` samples at a time. Each weight layer's
+             stage stores the kept input channels (xs, for its weight gradient) and what its
+             activation's backward needs (stash); the classifier's stage also computes the
+             cross-entropy gradient of its logits (the loss)
+    bw       the trained layers backward, in reverse, chunk by chunk: the activation's backward runs
+             as the prologue of the weight-gradient and input-gradient stages; weight gradients
+             accumulate over the chunks of the batch in place
+    update   SGD on every trained layer's kept block, once per batch
+
+Fusion. Activations run in their layer's epilogue (forward) and in the consumer's prologue
+(backward). A residual add that directly follows the layer producing its first operand runs in that
+layer's epilogue; its backward (the skip path's gradient) in the epilogue of the input gradient of
+the block's first layer. A global average pool runs in the epilogue of the layer it pools. What
+cannot fuse is a stage of its own, with the reason in `Step.notes`: the squeeze-excite channel
+scale (its gate needs the pool of the whole map, so it cannot run in the producer's epilogue) and
+the average pool's backward (a broadcast of the pooled gradient, written where the producer's
+backward reads it).
+
+Tensor layout: FP16, channels last, rows of `cols` channels with the pitch rounded up to even, one
+sample's rows contiguous, samples after each other.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from harness.costmodel import layer_p
+from harness.errors import UserError
+from harness.kernels.spec import cp
+from harness.nets import Cut, Layer, Op
+from harness.partial import kept_channels
+from harness.schedule import CLParams
+
+# How many samples a tensor holds: none (weights), one chunk of the segment it lives in, the whole
+# batch, or the new samples of the batch.
+SCOPES = ("none", "chunk_f", "chunk_t", "batch", "new")
+ROLES = ("input", "latent", "act", "weight", "bias", "grad_w", "grad_b", "stored", "stash", "grad", "label",
+         "loss", "replay")
+MM_KINDS = {"pointwise": "pw", "linear": "linear", "se_reduce": "linear", "se_expand": "linear"}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    role: str
+    cols: int          # valid channels of a row
+    rows: int          # rows per sample (batched scopes) or in all (scope "none")
+    scope: str
+    layer: str = ""    # the weight layer it belongs to, if any
+
+    @property
+    def pitch(self) -> int:
+        return cp(self.cols)
+
+    def samples(self, step: "Step") -> int:
+        return {"none": 1, "chunk_f": step.n_f, "chunk_t": step.n_t, "batch": step.params.batch,
+                "new": step.params.batch_new}[self.scope]
+
+    def nbytes(self, step: "Step") -> int:
+        return self.rows * self.pitch * 2 * self.samples(step)
+
+    @property
+    def sample_bytes(self) -> int:
+        return self.rows * self.pitch * 2
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One program step of the training step: a kernel with its fused prologue/epilogue.
+
+    `ins`/`outs` map the kernel's operand slots to tensor names; `attrs` carries the geometry and
+    the fused work; `repeat` says which loop of the step runs it: "chunk_f" once per frozen chunk,
+    "chunk_t" once per tail chunk, "once" once per step."""
+    name: str
+    phase: str            # frozen | latents | fw | bw | update
+    kind: str             # mm_fw mm_ig mm_wg dw_fw dw_ig dw_wg conv_fw gap_bw scale_fw scale_bw sgd latents
+    ins: dict
+    outs: dict
+    attrs: dict
+    repeat: str
+    layer: Layer | None = None
+    fused: tuple = ()     # what runs inside this stage besides its kernel, for the plan
+
+    @property
+    def tensors(self) -> list[str]:
+        return list(dict.fromkeys(list(self.ins.values()) + list(self.outs.values())))
+
+
+@dataclass
+class Step:
+    cut: Cut
+    p: float
+    params: CLParams
+    n_f: int
+    n_t: int
+    tensors: dict = field(default_factory=dict)     # name -> Tensor
+    stages: list = field(default_factory=list)      # Stage, in program order within their loop
+    notes: list = field(default_factory=list)       # ops that run as a stage of their own, and why
+
+    @property
+    def chunks_f(self) -> int:
+        return math.ceil(self.params.batch_new / self.n_f) if self.frozen_stages else 0
+
+    @property
+    def chunks_t(self) -> int:
+        return math.ceil(self.params.batch / self.n_t)
+
+    @property
+    def frozen_stages(self) -> list[Stage]:
+        return [s for s in self.stages if s.phase == "frozen"]
+
+    def sequence(self) -> list[tuple[Stage, int]]:
+        """(stage, chunk) in execution order for one epoch-1 training step."""
+        seq = []
+        for c in range(self.chunks_f):
+            seq += [(s, c) for s in self.stages if s.phase == "frozen"]
+        seq += [(s, 0) for s in self.stages if s.phase == "latents"]
+        for c in range(self.chunks_t):
+            seq += [(s, c) for s in self.stages if s.phase == "fw"]
+        for c in range(self.chunks_t):
+            seq += [(s, c) for s in self.stages if s.phase == "bw"]
+        seq += [(s, 0) for s in self.stages if s.phase == "update"]
+        return seq
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+def _canon(alias: dict, t: str) -> str:
+    while t in alias:
+        t = alias[t]
+    return t
+
+
+class _Walk:
+    """Builds a Step: the forward walk (frozen then trained ops), then the backward walk."""
+
+    def __init__(self, cut: Cut, p: float, params: CLParams, n_f: int, n_t: int):
+        self.step = Step(cut, p, params, n_f, n_t)
+        self.net = cut.network
+        self.trained = {id(op) for op in cut.trainable_ops}
+        self.alias: dict[str, str] = {}
+        self.fused_ops: set[str] = set()
+        self.consumers: dict[str, list[Op]] = {}
+        for op in self.net.ops:
+            for t in op.inputs:
+                self.consumers.setdefault(t, []).append(op)
+        self.out_of: dict[str, str] = {}      # op output tensor -> tensor that holds it after fusion
+        self.pool_of: dict[str, str] = {}     # weight layer -> pooled tensor it writes (fused pool)
+        self.stash: dict[str, tuple[str, str]] = {}   # layer -> (stash tensor, "pre" | "post")
+        self.se_x: dict[str, str] = {}        # SE scale op -> stash of its input x
+        self.se_s: dict[str, str] = {}        # SE scale op -> stash of its gate
+        self.xs: dict[str, str] = {}          # layer -> stored input tensor
+
+    # -- tensors -----------------------------------------------------------------------------
+    def tensor(self, name, role, cols, rows, scope, layer="") -> str:
+        t = Tensor(name, role, cols, rows, scope, layer)
+        old = self.step.tensors.get(name)
+        if old is not None and old != t:
+            raise ValueError(f"tensor {name} defined twice differently: {old} vs {t}")
+        self.step.tensors[name] = t
+        return name
+
+    def act(self, t: str, scope: str) -> str:
+        """The activation tensor holding network tensor `t` (after aliasing) in `scope`."""
+        t = _canon(self.alias, t)
+        c, h, w = self.net.tensors[t]
+        if t in self.latent_set:
+            return self.tensor(f"latent:{t}", "latent", c, h * w, "batch")
+        if t == self.net.input:
+            return self.tensor("input", "input", c, h * w, "chunk_f")
+        return self.tensor(f"act:{t}", "act", c, h * w, scope)
+
+    def real_consumers(self, t: str) -> list[Op]:
+        out = []
+        for op in self.consumers.get(t, []):
+            if op.kind == "dropout":
+                out += self.real_consumers(op.output)
+            else:
+                out.append(op)
+        return out
+
+    # -- forward -----------------------------------------------------------------------------
+    def forward(self):
+        cut = self.step.cut
+        self.latent_set = set(cut.latent_tensors)
+        for op in self.net.ops:
+            trained = id(op) in self.trained
+            if op.kind == "dropout":   # the identity at inference; its training mask is not modelled
+                self.alias[op.output] = op.inputs[0]
+                continue
+            if op.name in self.fused_ops:
+                continue
+            if op.layer is not None:
+                self.weight_fw(op, trained)
+            elif op.kind == "se_scale":
+                self.scale_fw(op, trained)
+            else:
+                raise UserError(f"{self.net.name}: op {op.name} ({op.kind}) does not follow a weight layer it can "
+                                f"fuse with; the deployer cannot run it")
+
+    def weight_fw(self, op: Op, trained: bool):
+        lay: Layer = op.layer
+        step = self.step
+        phase, scope = ("fw", "chunk_t") if trained else ("frozen", "chunk_f")
+        x = self.act(lay.input, scope)
+        kind = MM_KINDS.get(lay.kind, "dw" if lay.kind == "depthwise" else "conv")
+        if kind == "pw" and lay.stride != 1:
+            raise UserError(f"{lay.name}: strided 1x1 convolutions are not supported by the deployer")
+        p_in, p_out = layer_p(lay, step.p) if trained else (1.0, 1.0)
+        k_in = kept_channels(p_in, lay.c_in)
+        k_out = k_in if kind == "dw" else kept_channels(p_out, lay.c_out)
+        bias = bool(lay.bias or lay.bn_after)
+        attrs = dict(kind=kind, c_in=lay.c_in, c_out=lay.c_out, h=lay.h_in, w=lay.w_in, h_out=lay.h_out,
+                     w_out=lay.w_out, k=lay.kernel, stride=lay.stride, pad=tuple(lay.pad), k_in=k_in, k_out=k_out,
+                     p_in=p_in, p_out=p_out, act=lay.act_after, bias=bias)
+        ins = {"x": x, "w": self.tensor(f"w:{lay.name}", "weight", *self.weight_shape(lay, kind), "none", lay.name)}
+        if bias:
+            ins["b"] = self.tensor(f"b:{lay.name}", "bias", lay.c_out, 1, "none", lay.name)
+        outs = {}
+        fused = []
+        if lay.act_after != "none":
+            fused.append(f"{lay.act_after} ({lay.name})")
+        cons = self.real_consumers(lay.output)
+        is_classifier = lay is self.net.layers[-1]
+        y_tensor = None if is_classifier and trained else lay.output   # the loss is fused: no logits kept
+        pool = None
+        if len(cons) == 1 and cons[0].kind == "add" and _canon(self.alias, cons[0].inputs[0]) == lay.output:
+            add = cons[0]
+            self.fused_ops.add(add.name)
+            ins["skip"] = self.act(add.inputs[1], scope)
+            y_tensor = add.output
+            fused.append(f"residual add {add.name}")
+            attrs["residual"] = add.name
+        elif len(cons) == 1 and cons[0].kind == "global_avgpool":
+            pool, y_tensor = cons[0], None
+        elif sorted(c.kind for c in cons) == ["global_avgpool", "se_scale"]:
+            pool = next(c for c in cons if c.kind == "global_avgpool")
+        if pool is not None:
+            self.fused_ops.add(pool.name)
+            outs["pool"] = self.act(pool.output, scope)
+            self.pool_of[lay.name] = pool.output
+            fused.append(f"global average pool {pool.name}")
+            self.out_of[pool.output] = pool.output
+        if y_tensor is not None:
+            outs["y"] = self.act(y_tensor, scope)
+        if trained:
+            xs_rows = lay.h_in * lay.w_in
+            outs["xs"] = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "batch", lay.name)
+            if lay.act_after in ("hswish", "sigmoid", "relu6"):
+                how = "pre" if lay.act_after == "hswish" else "post"
+                st = self.tensor(f"stash:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "batch", lay.name)
+                outs["stash"] = st
+                self.stash[lay.name] = (st, how)
+                fused.append(f"stash of the {'pre' if how == 'pre' else 'post'}-activation ({k_out} channels)")
+            scale = [c for c in cons if c.kind == "se_scale" and _canon(self.alias, c.inputs[0]) == lay.output]
+            if scale:
+                sx = self.tensor(f"sx:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "batch", lay.name)
+                outs["sx"] = sx
+                self.se_x[scale[0].name] = sx
+                fused.append(f"stash of the squeeze-excite input ({k_out} channels)")
+            if is_classifier:
+                outs["dz"] = self.tensor("grad:logits", "grad", lay.c_out, 1, "batch")
+                outs["loss"] = self.tensor("loss", "loss", 1, 1, "batch")
+                ins["label"] = self.tensor("label", "label", 1, 1, "batch")
+                fused.append("cross-entropy loss and its gradient")
+                attrs["ce"] = True
+        elif is_classifier:
+            raise UserError("the classifier must be trained")
+        self.out_of[lay.output] = y_tensor or lay.output
+        skind = {"pw": "mm_fw", "linear": "mm_fw", "dw": "dw_fw", "conv": "conv_fw"}[kind]
+        step.stages.append(Stage(f"{lay.name}.{'frozen' if not trained else 'fw'}", phase, skind, ins, outs, attrs,
+                                 scope, lay, tuple(fused)))
+
+    @staticmethod
+    def weight_shape(lay: Layer, kind: str) -> tuple[int, int]:
+        """(cols, rows) of the weight tensor: pw/linear [C_out][C_in], conv [C_out][k k C_in], dw [k k][C]."""
+        if kind == "dw":
+            return lay.c_out, lay.kernel * lay.kernel
+        if kind == "conv":
+            return lay.kernel * lay.kernel * lay.c_in, lay.c_out
+        return lay.c_in, lay.c_out
+
+    def scale_fw(self, op: Op, trained: bool):
+        scope = "chunk_t" if trained else "chunk_f"
+        x, s = self.act(op.inputs[0], scope), self.act(op.inputs[1], scope)
+        c, h, w = self.net.tensors[op.output]
+        outs = {"y": self.act(op.output, scope)}
+        self.step.stages.append(Stage(f"{op.name}.{'fw' if trained else 'frozen'}", "fw" if trained else "frozen",
+                                      "scale_fw", {"x": x, "s": s}, outs, dict(c=c, hw=h * w), scope))
+        self.step.notes.append(f"{op.name}: the squeeze-excite scale runs as a stage of its own: its gate needs the "
+                               f"average of the whole map, so it cannot run in the producing layer's epilogue")
+
+    # -- latents -----------------------------------------------------------------------------
+    def latents(self):
+        lat = [self.act(t, "batch") for t in self.step.cut.latent_tensors]
+        if len(lat) != 1:
+            raise UserError(f"the cut {self.step.cut.label} replays {len(lat)} tensors; the deployer replays one")
+        t = self.step.tensors[lat[0]]
+        self.tensor("replay", "replay", t.cols, t.rows, "none")  # one latent's rows; the buffer is in flash
+        self.step.stages.append(Stage("latents", "latents", "latents", {"replay": "replay"}, {"latent": lat[0]},
+                                      dict(cols=t.cols, rows=t.rows), "once"))
+
+    # -- backward ----------------------------------------------------------------------------
+    def backward(self):
+        step = self.step
+        grad: dict[str, str] = {}
+        pending: dict[str, list[str]] = {}   # tensor -> gradient tensors still to add into its gradient
+        last = self.net.layers[-1]
+        grad[last.output] = "grad:logits"
+        bw: list[Stage] = []
+        for op in reversed(self.step.cut.trainable_ops):
+            if op.kind == "dropout" or op.name in self.fused_ops:
+                continue
+            if op.kind == "se_scale":
+                bw += self.scale_bw(op, grad)
+                continue
+            lay = op.layer
+            kind = MM_KINDS.get(lay.kind, "dw" if lay.kind == "depthwise" else "conv")
+            fw = step.stage(f"{lay.name}.fw")
+            a = fw.attrs
+            if kind == "conv":
+                raise UserError(f"{lay.name}: training a full kxk convolution is not supported by the deployer; "
+                                f"choose a cut after it")
+            # the gradient of this layer's output
+            if lay.name in self.pool_of and "y" not in fw.outs:
+                g_pool = grad[self.pool_of[lay.name]]
+                dy = self.tensor(f"grad:{lay.output}", "grad", a["k_out"], lay.h_out * lay.w_out, "chunk_t")
+                bw.append(Stage(f"{lay.name}.pool_bw", "bw", "gap_bw", {"g": g_pool}, {"dy": dy},
+                                dict(c=a["k_out"], hw=lay.h_out * lay.w_out), "chunk_t"))
+                step.notes.append(f"{self.pool_of[lay.name]}: the average pool's backward (a broadcast of the pooled "
+                                  f"gradient) runs as a stage of its own before {lay.name}'s backward")
+            elif lay.name in self.pool_of:     # SE: the scale's direct gradient plus the pool path's
+                dy = grad[lay.output]
+                g_pool = grad[self.pool_of[lay.name]]
+                bw.append(Stage(f"{lay.name}.pool_bw", "bw", "gap_bw", {"g": g_pool, "acc": dy}, {"dy": dy},
+                                dict(c=a["k_out"], hw=lay.h_out * lay.w_out), "chunk_t"))
+                step.notes.append(f"{self.pool_of[lay.name]}: the squeeze-excite pool's backward adds its broadcast "
+                                  f"gradient to {lay.name}'s output gradient in a stage of its own")
+            else:
+                out = self.out_of.get(lay.output, lay.output)
+                dy = grad[out]
+                if a.get("residual"):
+                    skip = _canon(self.alias, op_input(self.net, a["residual"], 1))
+                    pending.setdefault(skip, []).append(dy)
+            common = {"dy": dy}
+            if lay.name in self.stash:
+                common["stash"] = self.stash[lay.name][0]
+            act_note = (f"{lay.act_after} backward ({lay.name})",) if lay.act_after != "none" else ()
+            w, xs = f"w:{lay.name}", self.xs[lay.name]
+            wg_outs = {"dw": self.tensor(f"dw:{lay.name}", "grad_w", *self.grad_shape(lay, kind, a), "none", lay.name)}
+            if a["bias"]:
+                wg_outs["db"] = self.tensor(f"db:{lay.name}", "grad_b", a["k_out"], 1, "none", lay.name)
+            bw.append(Stage(f"{lay.name}.wg", "bw", f"{'mm' if kind != 'dw' else 'dw'}_wg", {**common, "xs": xs},
+                            wg_outs, {**a, "stash_how": self.stash.get(lay.name, (None, None))[1]}, "chunk_t", lay,
+                            act_note))
+            if self.step.cut.needs_input_grad(lay):
+                x = _canon(self.alias, lay.input)
+                dx = self.tensor(f"grad:{x}", "grad", a["k_in"], lay.h_in * lay.w_in, "chunk_t")
+                ins = {**common, "w": w}
+                fused = list(act_note)
+                if pending.get(x):
+                    ins["gskip"] = pending.pop(x)[0]
+                    fused.append("residual add backward (skip gradient)")
+                bw.append(Stage(f"{lay.name}.ig", "bw", f"{'mm' if kind != 'dw' else 'dw'}_ig", ins, {"dx": dx},
+                                {**a, "stash_how": self.stash.get(lay.name, (None, None))[1]}, "chunk_t", lay,
+                                tuple(fused)))
+                grad[x] = dx
+        step.stages += bw
+
+    def scale_bw(self, op: Op, grad: dict) -> list[Stage]:
+        x, s = _canon(self.alias, op.inputs[0]), _canon(self.alias, op.inputs[1])
+        gy = grad[op.output]
+        k = self.step.tensors[gy].cols
+        c, h, w = self.net.tensors[op.output]
+        producer = next(o.layer for o in self.net.ops if o.output == s)
+        sx = self.se_x[op.name]
+        gx = self.tensor(f"grad:{x}", "grad", k, h * w, "chunk_t")
+        gs = self.tensor(f"grad:{s}", "grad", k, 1, "chunk_t")
+        grad[x], grad[s] = gx, gs
+        return [Stage(f"{op.name}.bw", "bw", "scale_bw", {"dy": gy, "s": self.stash[producer.name][0], "x": sx},
+                      {"dx": gx, "ds": gs}, dict(c=k, hw=h * w), "chunk_t")]
+
+    @staticmethod
+    def grad_shape(lay: Layer, kind: str, a: dict) -> tuple[int, int]:
+        if kind == "dw":
+            return a["k_in"], lay.kernel * lay.kernel
+        return a["k_in"], a["k_out"]
+
+    def update(self):
+        for lay in self.step.cut.trainable_layers:
+            a = self.step.stage(f"{lay.name}.fw").attrs
+            ins = {"w": f"w:{lay.name}", "dw": f"dw:{lay.name}"}
+            if a["bias"]:
+                ins.update(b=f"b:{lay.name}", db=f"db:{lay.name}")
+            self.step.stages.append(Stage(f"{lay.name}.update", "update", "sgd", ins, {},
+                                          {**a, "lr": self.step.params.lr}, "once", lay))
+
+
+def op_input(net, op_name: str, i: int) -> str:
+    return next(op for op in net.ops if op.name == op_name).inputs[i]
+
+
+def build_step(cut: Cut, p: float, params: CLParams, n_f: int = 1, n_t: int | None = None) -> Step:
+    """The training step of `cut` at partiality `p`, frozen chunks of n_f samples, tail chunks of n_t."""
+    kept_channels(p, 1)
+    n_t = params.batch if n_t is None else n_t
+    for what, n, top in (("frozen chunk", n_f, params.batch_new), ("tail chunk", n_t, params.batch)):
+        if not 1 <= n <= top:
+            raise UserError(f"{what} size must be 1..{top}, got {n}")
+    w = _Walk(cut, p, params, n_f, n_t)
+    w.forward()
+    w.latents()
+    w.backward()
+    w.update()
+    order = {"frozen": 0, "latents": 1, "fw": 2, "bw": 3, "update": 4}
+    w.step.stages.sort(key=lambda s: order[s.phase])   # stable: program order kept within a phase
+    return w.step

@@ -1,0 +1,250 @@
+"""The memory plan of a training step: a home and a lifetime for every tensor.
+
+Lifetimes are intervals over the step's program (harness.deploy.graph.Step.sequence(): every stage of
+every chunk in execution order). Weights and biases live for the whole step (they persist from step
+to step); gradient accumulators from the first weight-gradient stage to the SGD update; everything
+else from the stage that first touches it to the one that last does.
+
+Homes. Two placements:
+
+    fit     what a deployment does: every tensor stays in L2 when it fits, in this order of benefit:
+            the per-chunk activations and gradients, the stored activations and stashes, the trained
+            weights, the gradient accumulators, the new samples' input, the frozen weights (kept in L2
+            for the whole task). What does not fit goes to external RAM (frozen weights: flash).
+    method  method.md's placement: trained weights, gradient accumulators, stored activations and
+            stashes in external RAM, frozen weights in flash; the activations flowing between layers
+            in L2.
+
+The replay buffer is always in flash. L2 tensors share one arena: offsets come from a best-fit
+allocator over lifetimes (tensors are placed in order of benefit, largest first within a class, each
+in the smallest gap that holds it among the tensors alive at the same time; alignment 16 bytes), so
+two tensors share bytes only when their lifetimes do not overlap (a per-chunk tensor
+is alive once per chunk, so tensors of one chunk reuse the bytes of another's). When even one-sample chunks do
+not fit L2, the largest per-chunk activations move to external RAM and their stages stream them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.deploy.graph import Step, Tensor, build_step
+from harness.errors import UserError
+from harness.kernels import plan as kplan
+from harness.nets import Cut
+from harness.platform import Platform
+from harness.schedule import CLParams
+
+ALIGN = 16
+PLACEMENTS = ("fit", "method")
+# Slabs the stages use to move external tensors through L2 (reserved whenever a tensor is external).
+SCRATCH_BYTES = 64 * 1024
+
+# Priority classes for placement "fit" (lower first).
+_CLASS = {"act": 0, "grad": 0, "latent": 0, "label": 0, "loss": 0, "stored": 1, "stash": 1, "weight": 2,
+          "bias": 2, "grad_w": 3, "grad_b": 3, "input": 4}
+
+
+@dataclass(frozen=True)
+class Home:
+    tensor: str
+    memory: str           # l2 | hyperram | flash
+    offset: int           # in the L2 arena, or the byte address in the external memory
+    nbytes: int
+    first: int            # lifetime: indices into Step.sequence()
+    last: int
+
+
+@dataclass
+class MemoryPlan:
+    step: Step
+    placement: str
+    platform: Platform
+    homes: dict = field(default_factory=dict)     # tensor -> Home
+    arena: int = 0                                # bytes of the L2 arena (scratch included)
+    scratch: int = 0                              # offset of the stages' L2 slabs (if any)
+    budget: int = 0
+    external_bytes: dict = field(default_factory=dict)   # memory -> bytes used
+
+    def fits(self) -> list[str]:
+        """What does not fit the platform's external memories (empty when everything does)."""
+        out = []
+        for mem, used in self.external_bytes.items():
+            cap = self.platform.memory(mem).size
+            if used > cap:
+                out.append(f"{mem}: needs {used} bytes, has {cap}")
+        return out
+
+    @property
+    def external(self) -> list[Home]:
+        return [h for h in self.homes.values() if h.memory != "l2"]
+
+    def home(self, tensor: str) -> Home:
+        return self.homes[tensor]
+
+    def peak_l2(self) -> int:
+        return self.arena
+
+    def rows(self) -> list[dict]:
+        seq = self.step.sequence()
+        out = []
+        for name, h in sorted(self.homes.items(), key=lambda kv: (kv[1].memory, kv[1].offset)):
+            t = self.step.tensors.get(name)
+            out.append({"tensor": name, "role": t.role if t else "scratch", "home": h.memory, "offset": h.offset,
+                        "bytes": h.nbytes, "first": seq[h.first][0].name if 0 <= h.first < len(seq) else "",
+                        "last": seq[h.last][0].name if 0 <= h.last < len(seq) else "",
+                        "scope": t.scope if t else ""})
+        return out
+
+
+def lifetimes(step: Step) -> dict[str, list[tuple[int, int]]]:
+    """Intervals of Step.sequence() during which each tensor holds data. A per-chunk tensor is reborn in
+    every chunk of its loop, so it has one interval per chunk (the same buffer serves each)."""
+    seq = step.sequence()
+    n = len(seq)
+    spans: dict[tuple[str, int], list[int]] = {}
+    for i, (st, chunk) in enumerate(seq):
+        for t in st.tensors:
+            scope = step.tensors[t].scope
+            key = (t, chunk if scope in ("chunk_f", "chunk_t") and st.repeat == scope else -1)
+            iv = spans.setdefault(key, [i, i])
+            iv[1] = i
+    life: dict[str, list[tuple[int, int]]] = {}
+    for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+        life.setdefault(t, []).append((lo, hi))
+    for name, t in step.tensors.items():
+        if t.role in ("weight", "bias", "replay"):
+            life[name] = [(0, n - 1)]
+        elif t.role in ("input", "label") and name in life:
+            life[name] = [(0, max(hi for _, hi in life[name]))]
+    return life
+
+
+def overlaps(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(not (h1 < l2 or l1 > h2) for l1, h1 in a for l2, h2 in b)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | None = None) -> MemoryPlan:
+    """Homes and L2 offsets for every tensor of `step` on `plat`. Tensors are placed one at a time, in
+    order of benefit (see the module text) and largest first within a class, each into the smallest
+    gap of the arena built so far; one that would push the arena past the L2 budget goes to external
+    memory instead. When anything is external, the stages' L2 slabs are reserved first."""
+    if placement not in PLACEMENTS:
+        raise UserError(f"unknown placement '{placement}'; choose {' or '.join(PLACEMENTS)}")
+    budget = kplan.l2_budget(plat) if budget is None else budget
+    life = lifetimes(step)
+    n_seq = len(step.sequence())
+    trained = {lay.name for lay in step.cut.trainable_layers}
+    fixed: dict[str, str] = {}
+    for name, t in step.tensors.items():
+        if name not in life:
+            continue
+        frozen_param = t.role in ("weight", "bias") and t.layer not in trained
+        if t.role == "replay":
+            fixed[name] = "flash"
+        elif frozen_param and placement == "method":
+            fixed[name] = "flash"
+        elif placement == "method" and t.role in ("weight", "bias", "grad_w", "grad_b", "stored", "stash"):
+            fixed[name] = "hyperram"
+    order = sorted((n for n in life if n not in fixed),
+                   key=lambda n: (_class(step, n, trained), -step.tensors[n].nbytes(step), n))
+    for scratch in ((False, True) if not fixed else (True,)):
+        arena = _Arena(budget)
+        if scratch:
+            arena.place("<scratch>", SCRATCH_BYTES, [(0, n_seq - 1)])
+        ext = dict(fixed)
+        for name in order:
+            t = step.tensors[name]
+            if arena.place(name, t.nbytes(step), life[name]) is None:
+                ext[name] = "flash" if t.role in ("weight", "bias") and t.layer not in trained else "hyperram"
+        if not ext or scratch:
+            break
+    plan = MemoryPlan(step, placement, plat, budget=budget, arena=arena.size)
+    for name, off in arena.offsets.items():
+        if name == "<scratch>":
+            plan.scratch = off
+            plan.homes[name] = Home(name, "l2", off, SCRATCH_BYTES, 0, n_seq - 1)
+            continue
+        iv = life[name]
+        plan.homes[name] = Home(name, "l2", off, step.tensors[name].nbytes(step), iv[0][0], iv[-1][1])
+    addr = {"hyperram": 0, "flash": 0}
+    # epoch 1 keeps the new samples' latents in flash for the later epochs (the batch's share is written
+    # per step); the replay buffer goes last: a stage reads its first latents, which stay within the flash's size
+    for name in sorted(ext, key=lambda n: (ext[n], step.tensors[n].role == "replay", n)):
+        mem = ext[name]
+        t = step.tensors[name]
+        nbytes = t.nbytes(step) if t.role != "replay" else t.sample_bytes * step.params.replays
+        iv = life[name]
+        if t.role == "replay":
+            lat = next(x for x in step.tensors.values() if x.role == "latent")
+            nl = _align(lat.sample_bytes * step.params.batch_new)
+            plan.homes["<new_latents>"] = Home("<new_latents>", "flash", addr["flash"], nl, 0, n_seq - 1)
+            addr["flash"] += nl
+        plan.homes[name] = Home(name, mem, addr[mem], nbytes, iv[0][0], iv[-1][1])
+        addr[mem] += _align(nbytes)
+    plan.external_bytes = addr
+    return plan
+
+
+class _Arena:
+    """Incremental best fit: each tensor goes to the smallest gap, among the tensors already placed
+    whose lifetimes overlap its own, that holds it; None when the arena would exceed the budget."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.items: list[tuple[int, int, list]] = []   # offset, end, lifetime intervals
+        self.offsets: dict[str, int] = {}
+        self.size = 0
+
+    def place(self, name: str, nbytes: int, life: list[tuple[int, int]]) -> int | None:
+        size = _align(nbytes)
+        busy = sorted((o, e) for o, e, lf in self.items if overlaps(lf, life))
+        best, best_gap, cur = None, None, 0
+        for o, e in busy:
+            if o - cur >= size and (best_gap is None or o - cur < best_gap):
+                best, best_gap = cur, o - cur
+            cur = max(cur, e)
+        if best is None:
+            best = cur
+        if best + size > self.budget:
+            return None
+        self.items.append((best, best + size, life))
+        self.offsets[name] = best
+        self.size = max(self.size, best + size)
+        return best
+
+
+def _class(step: Step, name: str, trained: set) -> int:
+    t = step.tensors[name]
+    if t.role in ("weight", "bias") and t.layer not in trained:
+        return 5
+    return _CLASS.get(t.role, 0)
+
+
+def choose_step(cut: Cut, p: float, params: CLParams, plat: Platform, placement: str = "fit") -> MemoryPlan:
+    """The plan with the largest chunks whose per-chunk activations fit in L2 (tail chunks first,
+    then frozen chunks), so that each weight tile serves as many samples as memory allows."""
+    def divisors(n):
+        return [d for d in range(n, 0, -1) if n % d == 0]
+
+    def fits(n_f, n_t):
+        step = build_step(cut, p, params, n_f=n_f, n_t=n_t)
+        try:
+            plan = plan_step(step, plat, placement)
+        except UserError:
+            return None
+        spilled = [h for h in plan.external if h.tensor in step.tensors
+                   and step.tensors[h.tensor].role in ("act", "grad", "latent")]
+        return None if spilled else plan
+
+    best_t = next((n for n in divisors(params.batch) if fits(1, n)), None)
+    if best_t is None:
+        best_t = 1
+    for n_f in divisors(params.batch_new):
+        plan = fits(n_f, best_t)
+        if plan is not None:
+            return plan
+    # Even one sample at a time spills activations: keep the spill (streamed from external RAM).
+    return plan_step(build_step(cut, p, params, n_f=1, n_t=best_t), plat, placement)

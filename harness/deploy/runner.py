@@ -1,0 +1,437 @@
+"""Build, run and check deployed programs.
+
+A stage job measures one stage of a training step on its own: its tensors where the step's memory
+plan puts them (L2 tensors packed in a small arena of the stage's own, so that the same stage of
+different cuts and partialities is the same program and is cached once), random inputs, outputs
+checked against the NumPy reference (harness.deploy.reference). Stage jobs plug into the
+experiment executor like kernel specs (name, platform, as_dict, macs, provenance, run).
+
+`run_step` builds and runs one whole training step as one program, checks its loss, every weight
+gradient and every updated weight against the reference step, and compares its cycles with the
+composition of its stages measured on their own.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from harness import ROOT, toolchain
+from harness import elf as elfmod
+from harness import platform as platmod
+from harness.backends import embedded
+from harness.deploy import program as progmod
+from harness.deploy import reference as ref
+from harness.deploy.codegen import Gen
+from harness.deploy.graph import Stage, Step, build_step
+from harness.deploy.memplan import SCRATCH_BYTES, Home, MemoryPlan, choose_step, plan_step
+from harness.errors import UserError
+from harness.kernels.microkernel import kernels as asm_kernels
+from harness.kernels.tensors import from_image, to_image
+from harness.nets import build_network, cut_at_layer_id
+from harness.schedule import cl_params
+
+INCLUDE = ROOT / "pulp_kernels" / "include"
+DEFINES = ["PULP_FC_WAIT_WFI"]   # the FC sleeps while the cluster trains, as on the MCU
+SEED = 7
+
+
+# ---------------------------------------------------------------- the step of a point
+
+@dataclass(frozen=True)
+class Point:
+    """What identifies a deployed training step."""
+    net: str
+    dataset: str
+    layer_id: int
+    p: float
+    platform: str
+    placement: str = "fit"
+    network: tuple = ()          # builder keyword arguments (sorted items)
+    cl: tuple = ()               # CL parameter overrides (sorted items)
+
+
+@lru_cache(maxsize=64)
+def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> MemoryPlan:
+    net = build_network(pt.net, pt.dataset, **dict(pt.network))
+    cut = cut_at_layer_id(net, pt.layer_id)
+    params = cl_params(pt.dataset, **dict(pt.cl))
+    plat = platmod.load(pt.platform)
+    if n_f is None:
+        return choose_step(cut, pt.p, params, plat, pt.placement)
+    return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t), plat, pt.placement)
+
+
+# ---------------------------------------------------------------- one stage on its own
+
+def stage_tensors(step: Step, st: Stage, variant: str) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of a stage program: what it reads (the accumulators too, when it adds to them)
+    and what it writes."""
+    ins = list(dict.fromkeys(st.ins.values()))
+    outs = list(dict.fromkeys(st.outs.values()))
+    if st.kind == "sgd":
+        outs = [t for slot, t in st.ins.items() if slot in ("w", "b")]
+    if variant == "acc":
+        ins += [t for t in outs if t not in ins]
+    return ins, outs
+
+
+def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
+    """The stage's tensors with the homes of `plan`, L2 ones packed from offset 0 in name order, the
+    slabs after them: a program that depends on the stage alone."""
+    step = plan.step
+    ins, outs = stage_tensors(step, st, variant)
+    names = sorted(set(ins) | set(outs))
+    local = MemoryPlan(step, plan.placement, plan.platform, budget=plan.budget)
+    off = 0
+    ext = {"hyperram": 0, "flash": 0}
+    for n in names:
+        h = plan.home(n)
+        if h.memory == "l2":
+            local.homes[n] = Home(n, "l2", off, h.nbytes, 0, 0)
+            off += (h.nbytes + 15) // 16 * 16
+        else:
+            local.homes[n] = Home(n, h.memory, ext[h.memory], h.nbytes, 0, 0)
+            ext[h.memory] += (h.nbytes + 15) // 16 * 16
+            if step.tensors[n].role == "replay":
+                local.homes["<new_latents>"] = Home("<new_latents>", "flash", ext["flash"], 0, 0, 0)
+    if st.kind == "latents":
+        lat = step.tensors[st.outs["latent"]]
+        local.homes["<new_latents>"] = Home("<new_latents>", "flash", ext["flash"],
+                                            lat.sample_bytes * step.params.batch_new, 0, 0)
+    if any(h.memory != "l2" for h in local.homes.values()):
+        local.scratch = off
+        off += SCRATCH_BYTES
+    local.arena = off
+    return local
+
+
+def content(plan: MemoryPlan, st: Stage, variant: str) -> dict:
+    """Everything the stage program depends on, without names of the network around it."""
+    step = plan.step
+    ins, outs = stage_tensors(step, st, variant)
+
+    def tdesc(n):
+        t = step.tensors[n]
+        return [t.role, t.cols, t.rows, t.scope, t.samples(step), plan.home(n).memory]
+    attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in st.attrs.items()}
+    return {"kind": st.kind, "attrs": attrs, "repeat": st.repeat, "variant": variant,
+            "ins": {k: tdesc(v) for k, v in sorted(st.ins.items())},
+            "outs": {k: tdesc(v) for k, v in sorted(st.outs.items())},
+            "samples": {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1),
+            "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
+            "platform": plan.platform.name, "seed": SEED}
+
+
+def stage_macs(step: Step, st: Stage) -> int:
+    a = st.attrs
+    ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
+    if st.kind == "mm_fw":
+        return ns * a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
+    if st.kind in ("mm_ig", "mm_wg"):
+        return ns * a["h_out"] * a["w_out"] * a["k_in"] * a["k_out"]
+    if st.kind == "dw_fw":
+        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"]
+    if st.kind in ("dw_ig", "dw_wg"):
+        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["k_in"]
+    if st.kind == "conv_fw":
+        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"] * a["c_out"]
+    return 0
+
+
+@dataclass(eq=False)
+class StageJob:
+    """One stage program of a point's training step, as the experiment executor runs it."""
+    point: Point
+    n_f: int
+    n_t: int
+    stage: str
+    variant: str
+    key: dict = field(default_factory=dict)   # content(), the job's identity
+    name: str = ""
+    mac_count: int = 0
+
+    @property
+    def platform(self) -> str:
+        return self.point.platform
+
+    def __eq__(self, other):
+        return isinstance(other, StageJob) and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def as_dict(self) -> dict:
+        return self.key
+
+    def macs(self) -> int:
+        return self.mac_count
+
+    def context(self):
+        plan = plan_of(self.point, self.n_f, self.n_t)
+        st = next(s for s in plan.step.stages + reuse_stages(plan.step) if s.name == self.stage)
+        return plan, st
+
+    def program(self):
+        plan, st = self.context()
+        local = local_plan(plan, st, self.variant)
+        prog = progmod.stage_program(Gen(local, plan.platform), st, self.variant)
+        return plan, local, st, prog
+
+    def provenance(self) -> dict:
+        _, _, _, prog = self.program()
+        tc = toolchain.find()
+        return {"source_sha256": _source_hash(prog.c), "toolchain": tc.describe(), "platform_sha256":
+                platmod.load(self.platform).sha256, "simulator": embedded.version(), "backend": "embedded",
+                "defines": DEFINES}
+
+    def run(self) -> dict:
+        plan, local, st, prog = self.program()
+        return run_stage_program(local, st, self.variant, prog, self.name)
+
+
+def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
+    """The plan of a point and a job for every (stage, variant) its step and task run."""
+    plan = plan_of(pt)
+    step = plan.step
+    jobs = []
+    for st in step.stages + reuse_stages(step):
+        for v in progmod.variants(step, st):
+            key = content(plan, st, v)
+            digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+            label = f"{pt.net}.{st.name}{'.' + v if v else ''}"
+            jobs.append(StageJob(pt, step.n_f, step.n_t, st.name, v, key, f"deploy_{label}_{digest}_{pt.platform}",
+                                 stage_macs(step, st)))
+    return plan, jobs
+
+
+def reuse_stages(step: Step) -> list[Stage]:
+    """Stages the later epochs run instead of the frozen forward: the new samples' latents read back
+    with the replayed ones (nothing written)."""
+    lat = step.stage("latents")
+    p = step.params
+    return [Stage("latents.reuse", "latents", "latents", lat.ins, lat.outs,
+                  {**lat.attrs, "first": 0, "count": p.batch, "write": 0}, "once")]
+
+
+# ---------------------------------------------------------------- data
+
+def random_env(step: Step, names: list[str], rng: np.random.Generator) -> ref.Env:
+    """Inputs for a program: weights scaled by 1/sqrt(fan-in), activations in [-1, 1], stashes in the
+    range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks)."""
+    env = ref.Env(step)
+    kinds = {f"w:{s.layer.name}": s.attrs["kind"] for s in step.stages if s.layer is not None}
+    for n in names:
+        t = step.tensors[n]
+        rows = t.rows * (t.samples(step) if t.scope != "none" else 1)
+        shape = (rows, t.cols)
+        role = t.role
+        if role == "weight":
+            fan = t.rows if kinds.get(n) == "dw" else t.cols
+            v = rng.standard_normal(shape) / np.sqrt(max(1, fan))
+        elif role == "bias":
+            v = rng.uniform(-0.1, 0.1, shape)
+        elif role == "label":
+            nc = next((x.cols for x in step.tensors.values() if x.name == "grad:logits"), 10)
+            v = rng.integers(0, nc, shape).astype(np.float64)
+        elif role == "stash":
+            v = _stash_values(step, n, shape, rng)
+        elif role in ("grad_w", "grad_b"):
+            v = rng.uniform(-0.01, 0.01, shape)
+        elif role == "grad":
+            v = rng.uniform(-0.1, 0.1, shape)
+        elif role == "replay":
+            lat = next(x for x in step.tensors.values() if x.role == "latent")
+            v = rng.uniform(-1, 1, (lat.rows * step.params.batch, t.cols))
+        else:
+            v = rng.uniform(-1, 1, shape)
+        env.a[n] = ref.h(v) if role != "label" else v
+    return env
+
+
+def _stash_values(step: Step, name: str, shape, rng) -> np.ndarray:
+    lay = name.split(":", 1)[1]
+    act = next((s.attrs["act"] for s in step.stages if s.layer is not None and s.layer.name == lay), "none")
+    if name.startswith("sx:"):
+        return ref.act_fw("hswish", ref.h(rng.uniform(-4, 4, shape)))
+    if act == "hswish":
+        return rng.uniform(-4, 4, shape)
+    if act == "relu6":
+        return np.clip(rng.uniform(-0.5, 6.5, shape), 0.0, 6.0)
+    if act == "sigmoid":
+        return rng.uniform(0.02, 0.98, shape)
+    return rng.uniform(-1, 1, shape)
+
+
+def image(step: Step, name: str, a: np.ndarray) -> bytes:
+    t = step.tensors[name]
+    if t.role == "label":
+        return np.asarray(a[:, 0], dtype="<i4").tobytes()
+    return to_image(a).astype("<u2").tobytes()
+
+
+def _source_hash(c: str) -> str:
+    h = hashlib.sha256(c.encode() + asm_kernels().encode())
+    for p in sorted(INCLUDE.glob("*.h")):
+        if p.name != "pulp_isa.h":
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def build(prog: progmod.Program, plat, workdir: Path) -> Path:
+    c = workdir / "program.c"
+    c.write_text(prog.c)
+    s = workdir / "kernels.S"
+    s.write_text(asm_kernels())
+    return toolchain.build([c, s], workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES)
+
+
+def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
+    h = plan.home(name)
+    if h.memory == "l2":
+        return elf.symbols["__l2_heap_start"] + h.offset
+    return h.memory, h.offset
+
+
+def _check_space(elf: elfmod.Program, plan: MemoryPlan, prog: progmod.Program, what: str):
+    l2 = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
+    l1 = elf.symbols["__l1_heap_end"] - elf.symbols["__l1_heap_start"]
+    if plan.arena > l2:
+        raise UserError(f"{what}: does not fit: its L2 tensors need {plan.arena} bytes and the program leaves {l2}")
+    if prog.l1_bytes > l1:
+        raise UserError(f"{what}: does not fit: its tiles need {prog.l1_bytes} bytes of L1 and the program leaves {l1}")
+
+
+def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
+            what: str) -> tuple[dict, dict]:
+    """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes})."""
+    step = plan.step
+    plat = plan.platform
+    with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
+        elf_path = build(prog, plat, Path(tmp))
+        elf = elfmod.load(elf_path)
+        _check_space(elf, plan, prog, what)
+        pre = []
+        for n in inputs:
+            w = _where(elf, plan, n)
+            data = image(step, n, env.a[n])
+            pre.append((w[0], w[1], data) if isinstance(w, tuple) else (w, data))
+        reads = {}
+        for n in outputs:
+            t = step.tensors[n]
+            nbytes = t.nbytes(step) if t.scope != "none" else t.rows * t.pitch * 2
+            w = _where(elf, plan, n)
+            reads[n] = (w[0], w[1], nbytes) if isinstance(w, tuple) else (w, nbytes)
+        res = embedded.run(elf_path, plat, read=reads, preload=pre)
+    if res["status"] != "exit" or res["exit_code"] != 0:
+        f = res.get("fault") or {}
+        raise UserError(f"{what}: the program did not finish ({res['status']}: {f.get('kind', '')} {f.get('detail', '')})")
+    return res, res.get("memory", {})
+
+
+def compare(step: Step, name: str, raw: bytes, want, tol) -> dict:
+    t = step.tensors[name]
+    rows = want.shape[0]
+    got, pad = from_image(raw, (rows, t.cols))
+    got = got.astype(np.float64)
+    err = np.abs(got - want)
+    bad = ~(err <= tol)
+    ratio = np.divide(err, tol, out=np.where(err > 0, np.inf, 0.0), where=tol > 0)
+    d = {"max_abs_err": float(np.nanmax(err)) if err.size else 0.0, "mismatches": int(bad.sum()),
+         "err_over_tol": float(np.nanmax(ratio)) if err.size else 0.0}
+    if (pad != 0).any():
+        d["pad_not_zero"] = int((pad != 0).sum())
+    return d
+
+
+def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str) -> dict:
+    step = plan.step
+    ins, outs = stage_tensors(step, st, variant)
+    rng = np.random.default_rng(SEED)
+    env = random_env(step, ins, rng)
+    chunk = 1 if variant == "acc" else 0
+    before = {n: env.a[n].copy() for n in ins}
+    res, mem = execute(prog, plan, env, ins, outs, st.name)
+    env.a.update({n: v.copy() for n, v in before.items()})
+    expected = ref.run_stage(env, st, chunk, variant)
+    total, stats = progmod.parse(res["stdout"])
+    if not stats:
+        raise UserError(f"{st.name}: the program printed no stage line")
+    s = stats[0]
+    outputs, ok, worst = {}, True, 0.0
+    for n, (want, tol) in expected.items():
+        if n not in mem:
+            continue
+        t = step.tensors[n]
+        sl = env._span(st, n, chunk)
+        full_rows = env.a[n].shape[0]
+        got_raw = mem[n]
+        want_full = env.a[n].copy()
+        tol_full = np.full_like(want_full, np.inf) if t.scope == "batch" else np.zeros_like(want_full)
+        tol_full[sl, : tol.shape[1]] = tol
+        d = compare(step, n, got_raw[: full_rows * t.pitch * 2], want_full, tol_full)
+        outputs[n] = d
+        ok = ok and d["mismatches"] == 0 and "pad_not_zero" not in d
+        worst = max(worst, d["err_over_tol"] if np.isfinite(d["err_over_tol"]) else 0.0)
+    macs = stage_macs(step, st)
+    row = {"kernel": name, "stage": st.name, "variant": variant, "kind": st.kind, "platform": plan.platform.name,
+           "cycles": s["cycles"], "compute_cycles": s["compute"], "dma_wait_cycles": s["dma_wait"],
+           "ext_wait_cycles": s["ext_wait"], "overhead_cycles": s["cycles"] - s["compute"] - s["dma_wait"] - s["ext_wait"],
+           "total_cycles": res["cycles"], "instructions": res["instructions"], "macs": macs,
+           "mac_per_cycle": round(macs / s["cycles"], 4) if s["cycles"] else 0.0, "l1_bytes": prog.l1_bytes,
+           "l2_bytes": plan.arena, "ok": bool(ok), "err_over_tol": worst, "outputs": outputs,
+           "stalls": res["stalls"], "dmas": res["dmas"], "tiles": 0, "k_in": st.attrs.get("k_in", 0),
+           "k_out": st.attrs.get("k_out", 0), "max_abs_err": max((d["max_abs_err"] for d in outputs.values()), default=0.0),
+           "backend": res["backend"], "simulator": res["simulator"]}
+    return row
+
+
+# ---------------------------------------------------------------- a whole step
+
+def run_step(pt: Point, tol_rel: float = 2.0 ** -6) -> dict:
+    """One epoch-1 training step as one program, checked end to end. Returns the measured stage
+    cycles, the check of every final tensor and the composition of the stages' own programs."""
+    plan = plan_of(pt)
+    step = plan.step
+    gen = Gen(plan, plan.platform)
+    prog = progmod.step_program(gen, step)
+    rng = np.random.default_rng(SEED)
+    inputs = [n for n, t in step.tensors.items()
+              if n in plan.homes and t.role in ("weight", "bias", "input", "label", "replay")]
+    # the frozen input is one chunk's images; every chunk of the step reads the same buffer, so the
+    # reference uses the same images for every chunk
+    env = random_env(step, inputs, rng)
+    finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
+              (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
+    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step")
+    ref.run_step(env)
+    checks = {}
+    ok = True
+    for n in finals:
+        t = step.tensors[n]
+        want = env.a[n]
+        got, pad = from_image(mem[n][: want.shape[0] * t.pitch * 2], want.shape)
+        got = got.astype(np.float64)
+        if t.role in ("weight", "bias"):
+            # the update moves weights by lr * grad: compare the step taken, relative to the reference step
+            init = random_env(step, inputs, np.random.default_rng(SEED)).a[n]
+            rel = ref.rel_error(got - init, want - init)
+        else:
+            rel = ref.rel_error(got, want)
+        worst = float(np.max(np.abs(got - want))) if want.size else 0.0
+        scale = float(np.max(np.abs(want))) if want.size else 0.0
+        good = rel <= tol_rel and not (pad != 0).any()
+        checks[n] = {"rel_err": rel, "max_abs_err": worst, "max_abs_ref": scale, "ok": bool(good)}
+        ok = ok and good
+    total, stats = progmod.parse(res["stdout"])
+    stages = []
+    for sc, s in zip(prog.codes, stats):
+        stages.append({"stage": sc.stage.name, "variant": sc.variant, "phase": sc.stage.phase, **s})
+    return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": sum(s["cycles"] for s in stats),
+            "stages": stages, "checks": checks, "ok": ok, "instructions": res["instructions"],
+            "host_seconds": res["host_seconds"]}
