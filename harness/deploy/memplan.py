@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from harness.deploy.graph import Step, Tensor, build_step
 from harness.errors import UserError
-from harness.kernels import plan as kplan
 from harness.nets import Cut
 from harness.platform import Platform
 from harness.schedule import CLParams
@@ -37,6 +36,11 @@ ALIGN = 16
 PLACEMENTS = ("fit", "method")
 # Slabs the stages use to move external tensors through L2 (reserved whenever a tensor is external).
 SCRATCH_BYTES = 64 * 1024
+
+# L2 the whole-step program needs besides its tensors: runtime, FC stack and data, and about this much
+# code per stage function (measured: 2.2-2.8 KiB for the generated stages)
+PROGRAM_BASE_BYTES = 24 * 1024
+STAGE_CODE_BYTES = 3 * 1024
 
 # Priority classes for placement "fit" (lower first).
 _CLASS = {"act": 0, "grad": 0, "latent": 0, "label": 0, "loss": 0, "stored": 1, "stash": 1, "weight": 2,
@@ -115,6 +119,8 @@ def lifetimes(step: Step) -> dict[str, list[tuple[int, int]]]:
             life[name] = [(0, n - 1)]
         elif t.role in ("input", "label") and name in life:
             life[name] = [(0, max(hi for _, hi in life[name]))]
+        elif t.role == "loss" and name in life:      # a result of the step: kept to its end
+            life[name] = [(life[name][0][0], n - 1)]
     return life
 
 
@@ -133,7 +139,7 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
     memory instead. When anything is external, the stages' L2 slabs are reserved first."""
     if placement not in PLACEMENTS:
         raise UserError(f"unknown placement '{placement}'; choose {' or '.join(PLACEMENTS)}")
-    budget = kplan.l2_budget(plat) if budget is None else budget
+    budget = l2_budget(step, plat) if budget is None else budget
     life = lifetimes(step)
     n_seq = len(step.sequence())
     trained = {lay.name for lay in step.cut.trainable_layers}
@@ -186,6 +192,12 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
         addr[mem] += _align(nbytes)
     plan.external_bytes = addr
     return plan
+
+
+def l2_budget(step: Step, plat: Platform) -> int:
+    """L2 left for the tensors of `step`'s whole program (its code is in L2 too)."""
+    funcs = len(step.stages) + (sum(1 for s in step.stages if s.kind in ("mm_wg", "dw_wg")) if step.chunks_t > 1 else 0)
+    return (plat.memory("l2").size - plat.fc["stack_size"] - PROGRAM_BASE_BYTES - STAGE_CODE_BYTES * funcs) // 16 * 16
 
 
 class _Arena:

@@ -24,6 +24,9 @@ extern char __l2_heap_start[], __l1_heap_start[];
 odl_times_t odl_tm;
 struct pi_device odl_ram_dev, odl_flash_dev;
 uint32_t odl_t_dma, odl_t_compute;
+/* the stages run one after the other: they share one pool of stream and transfer states */
+static odl_stream_t odl_S[16];
+static odl_xfer_t odl_X[16];
 typedef struct {{ uint32_t cycles, compute, dma, ext, runs; }} odl_stat_t;
 static odl_stat_t odl_stats[{n}];
 

@@ -99,6 +99,12 @@ static inline void odl_get(odl_xfer_t *x, odl_stream_t *s, uint32_t row0, uint32
     odl_dma_rows(&x->dma, s->addr + row0 * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride, PI_CL_DMA_DIR_EXT2LOC);
     return;
   }
+  /* one transfer record holds one pending slab -> L1 hop: an earlier one goes first */
+  if (x->hop) {
+    odl_wait_slab(x->hop, x->hop_slab);
+    odl_dma_rows(&x->dma, x->hop_l2, x->hop_l1, x->hop_row, x->hop_rows, x->hop_stride, PI_CL_DMA_DIR_EXT2LOC);
+    x->hop = 0;
+  }
   /* more rows than a slab holds: all but the last slab-full move now, one after the other */
   uint32_t per = s->slab_bytes / stride;
   if (per == 0) per = 1;
