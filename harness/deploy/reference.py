@@ -60,6 +60,7 @@ class Env:
     def __init__(self, step: Step, arrays: dict | None = None):
         self.step = step
         self.a = dict(arrays or {})
+        self.mag: dict = {}      # weight gradients: sum of |terms| (the scale their errors compare to)
 
     def _span(self, stage: Stage, name: str, chunk: int) -> slice:
         t = self.step.tensors[name]
@@ -188,7 +189,9 @@ def _mm_wg(env, st, chunk, acc):
     xs = env.get(st, st.ins["xs"], chunk)[:, : a["k_in"]]
     eta = ETA_MM if exact else U
     dw = h(dz.T @ xs)
-    tol = _tol(dw, np.abs(dz).T @ np.abs(xs), eta=eta)
+    mag = np.abs(dz).T @ np.abs(xs)
+    env.mag[st.outs["dw"]] = mag
+    tol = _tol(dw, mag, eta=eta)
     out = {}
     if acc:
         old = env.a[st.outs["dw"]][: a["k_out"], : a["k_in"]]
@@ -197,7 +200,8 @@ def _mm_wg(env, st, chunk, acc):
     out[st.outs["dw"]] = (dw, tol)
     if "db" in st.outs:
         db = h(dz.sum(axis=0))[None, :]
-        dtol = _tol(db, np.abs(dz).sum(axis=0)[None, :], eta=eta)
+        env.mag[st.outs["db"]] = np.abs(dz).sum(axis=0)[None, :]
+        dtol = _tol(db, env.mag[st.outs["db"]], eta=eta)
         if acc:
             db = h(env.a[st.outs["db"]][:, : a["k_out"]] + db)
             dtol = dtol + U * np.abs(db)
@@ -302,6 +306,7 @@ def _dw_wg(env, st, chunk, acc):
         dw[i] = (sh * gm).sum(axis=(0, 1, 2))
         mag[i] = np.abs(sh * gm).sum(axis=(0, 1, 2))
     eta = ETA_DW["wg"] if exact else ETA_DW["wg"] + U
+    env.mag[st.outs["dw"]] = mag
     dwr = h(dw)
     tol = _tol(dwr, mag, eta=eta)
     out = {}
@@ -311,7 +316,8 @@ def _dw_wg(env, st, chunk, acc):
     out[st.outs["dw"]] = (dwr, tol)
     if "db" in st.outs:
         db = h(gm.sum(axis=(0, 1, 2)))[None, :]
-        dtol = _tol(db, np.abs(gm).sum(axis=(0, 1, 2))[None, :], eta=eta)
+        env.mag[st.outs["db"]] = np.abs(gm).sum(axis=(0, 1, 2))[None, :]
+        dtol = _tol(db, env.mag[st.outs["db"]], eta=eta)
         if acc:
             db = h(env.a[st.outs["db"]][:, :k_in] + db)
             dtol = dtol + U * np.abs(db)
@@ -420,8 +426,10 @@ def run_step(env: Env) -> Env:
     return env
 
 
-def rel_error(got: np.ndarray, ref: np.ndarray) -> float:
-    n = float(np.linalg.norm(ref))
+def rel_error(got: np.ndarray, ref: np.ndarray, scale: np.ndarray | None = None) -> float:
+    """||got - ref|| relative to ||ref|| (or to ||scale||, e.g. the sum of |terms| of a gradient whose
+    terms cancel)."""
+    n = float(np.linalg.norm(ref if scale is None else scale))
     return float(np.linalg.norm(got - ref)) / n if n > 0 else float(np.linalg.norm(got))
 
 

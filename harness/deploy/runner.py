@@ -394,8 +394,10 @@ def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.P
 # ---------------------------------------------------------------- a whole step
 
 def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
-    """One epoch-1 training step as one program, checked end to end. Returns the measured stage
-    cycles, the check of every final tensor and the composition of the stages' own programs."""
+    """One epoch-1 training step as one program, checked end to end: the loss and every weight
+    gradient against the NumPy step (normwise, relative to the sum of |terms| where the terms of a
+    gradient cancel), every updated weight bit for bit against the SGD of the program's own gradient.
+    Returns the measured stage cycles and the checks."""
     plan = plan_of(pt)
     step = plan.step
     gen = Gen(plan, plan.platform)
@@ -436,7 +438,9 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
             diff = int(np.sum(g != exp))
             checks[n] = {"mismatches": diff, "ok": diff == 0 and not (pad != 0).any()}
         else:
-            rel = ref.rel_error(g, want)
+            scale = env.mag.get(n)
+            # a gradient accumulated over chunks: the last chunk's terms stand for the scale
+            rel = ref.rel_error(g, want, scale if scale is not None and scale.shape == want.shape else None)
             checks[n] = {"rel_err": rel, "max_abs_err": float(np.max(np.abs(g - want))) if want.size else 0.0,
                          "max_abs_ref": float(np.max(np.abs(want))) if want.size else 0.0,
                          "ok": bool(rel <= tol_rel and not (pad != 0).any())}
