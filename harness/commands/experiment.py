@@ -32,6 +32,9 @@ def add_arguments(p) -> None:
     p.add_argument("--jobs", type=_jobs, help="parallel kernel runs (default: one per host core)")
     p.add_argument("--platform", action="append", metavar="P",
                    help="run on platform P instead of the experiment's own (repeatable)")
+    p.add_argument("--deployment", choices=("deployed", "isolated"),
+                   help="latency experiments: whole deployed training steps (default) or every op as an isolated "
+                        "kernel program")
     p.add_argument("--no-cache", action="store_true", help="rerun every kernel (the cache is refreshed, not read)")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="results directory (default: results/, or $PULP_ODL_RESULTS)")
@@ -42,7 +45,7 @@ def run(args) -> int:
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     res = pipeline.run_experiment(args.name, platforms=tuple(args.platform or ()), jobs=args.jobs,
                                   use_cache=not args.no_cache, results=args.results, console=err,
-                                  progress=not args.quiet)
+                                  progress=not args.quiet, deployment=args.deployment)
     out = stdout_console()
     if not args.quiet:
         title = f"{res.plan.experiment.name}: {res.plan.experiment.description}"

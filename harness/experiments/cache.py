@@ -130,7 +130,8 @@ def tree_digest(toolchain_desc: str, simulator: str) -> str:
 def full_provenance(spec: KernelSpec) -> dict:
     """runner.provenance plus runtime_extras: the whole cache key besides the spec."""
     from harness.kernels import runner
-    return {**runner.provenance(spec), **runtime_extras(spec.platform)}
+    own = spec.provenance() if hasattr(spec, "provenance") else runner.provenance(spec)
+    return {**own, **runtime_extras(spec.platform)}
 
 
 class Cache:

@@ -81,7 +81,7 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
                 if entry is not None:
                     return "hit", prov, entry, 0.0
             t0 = time.perf_counter()
-        row = runner.run_spec(spec)
+        row = spec.run() if hasattr(spec, "run") else runner.run_spec(spec)
         return "ran", prov, row, time.perf_counter() - t0
     except UserError as e:
         kind = "failed" if prov is not None else "error"

@@ -29,8 +29,13 @@ class Result:
 
 def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: int | None = None,
                    use_cache: bool = True, results: Path | None = None, console: Console | None = None,
-                   progress: bool = True) -> Result:
+                   progress: bool = True, deployment: str | None = None) -> Result:
     exp = specmod.load(name)
+    if deployment:
+        if exp.kind != "latency":
+            from harness.errors import UserError
+            raise UserError(f"--deployment applies to latency experiments; {exp.name} is a {exp.kind} experiment")
+        exp = exp.with_deployment(deployment)
     if platforms:
         for p in platforms:
             platmod.load(p)
@@ -38,7 +43,8 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     plan = planmod.expand(exp)
     root = Path(results) if results is not None else cachemod.results_root()
     console = console or Console(stderr=True, highlight=False)
-    console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique kernels on "
+    what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
+    console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "
                   f"{', '.join(exp.platforms)}")
     outcome = execute.run_specs(plan.specs, jobs=jobs, use_cache=use_cache, cache=cachemod.Cache(root / "cache"),
                                 console=console, progress=progress)

@@ -61,8 +61,7 @@ def kernels_for(cut: Cut, p: float, platform: str) -> list[KernelUse]:
     Frozen weight layers run the dense forward kernel (frozen placement); trained ones run fw, wg,
     ig (unless they read only the latent) and update at (p_in, p_out) = harness.costmodel.layer_p
     (the classifier at 1). Ops come from op_specs/loss_spec when harness.kernels.layers has them."""
-    op_specs = getattr(klayers, "op_specs", None)
-    loss_spec = getattr(klayers, "loss_spec", None)
+    op_specs, loss_spec = klayers.op_specs, klayers.loss_spec
     net = cut.network
     trained = {id(op) for op in cut.trainable_ops}
     uses: list[KernelUse] = []
@@ -166,6 +165,10 @@ def kernel_specs(exp: Experiment) -> list[KernelSpec]:
 
 
 def expand(exp: Experiment) -> Plan:
+    if exp.kind == "latency" and exp.deployment == "deployed":
+        from harness.experiments import deployed
+        pts = deployed.points(exp)
+        return Plan(exp, tuple(pts), unique(j for pt in pts for j in pt.jobs))
     if exp.kind == "latency":
         pts = points(exp)
         return Plan(exp, tuple(pts), unique(sp for pt in pts for u in pt.uses for sp in u.specs))

@@ -13,7 +13,7 @@ A bad file is a one-line UserError naming the file and the key.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import ROOT
@@ -27,7 +27,9 @@ EXPERIMENT_DIR = ROOT / "experiments"
 KINDS = ("latency", "kernels")
 
 _TOP = {"experiment", "sweep", "kernel"}
-_EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement"}
+_EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement", "deployment", "placements"}
+DEPLOYMENTS = ("deployed", "isolated")
+PLACEMENTS = ("fit", "method")
 _SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl"}
 _KERNEL = {"kind", "cin", "cout", "hw", "k", "stride", "pad", "steps", "p", "placement"}
 
@@ -77,9 +79,16 @@ class Experiment:
     platforms: tuple[str, ...]
     sweeps: tuple[Sweep, ...] = ()
     kernels: tuple[KernelGeometry, ...] = ()
+    deployment: str = "deployed"       # latency: whole-step deployment, or today's isolated per-op kernels
+    placements: tuple[str, ...] = ("fit",)
 
     def with_platforms(self, platforms: tuple[str, ...]) -> "Experiment":
-        return Experiment(self.name, self.path, self.kind, self.description, platforms, self.sweeps, self.kernels)
+        return replace(self, platforms=platforms)
+
+    def with_deployment(self, deployment: str) -> "Experiment":
+        if deployment not in DEPLOYMENTS:
+            raise UserError(f"unknown deployment '{deployment}'; choose {' or '.join(DEPLOYMENTS)}")
+        return replace(self, deployment=deployment)
 
 
 def available() -> list[str]:
@@ -127,9 +136,20 @@ def load(name_or_path: str) -> Experiment:
         sweeps = raw.get("sweep")
         if not isinstance(sweeps, list) or not sweeps:
             raise UserError(f"{where}: a latency experiment needs at least one [[sweep]] table")
-        return Experiment(**common, sweeps=tuple(_sweep(where, i, s) for i, s in enumerate(sweeps, 1)))
+        deployment = head.get("deployment", "deployed")
+        if deployment not in DEPLOYMENTS:
+            raise UserError(f"{where}: [experiment] deployment must be one of {', '.join(DEPLOYMENTS)}, "
+                            f"got {deployment!r}")
+        placements = tuple(_list(where, "[experiment] placements", head.get("placements", ["fit"]), str))
+        for pl in placements:
+            if pl not in PLACEMENTS:
+                raise UserError(f"{where}: [experiment] placements holds '{pl}'; choose from {', '.join(PLACEMENTS)}")
+        return Experiment(**common, sweeps=tuple(_sweep(where, i, s) for i, s in enumerate(sweeps, 1)),
+                          deployment=deployment, placements=placements)
     if "sweep" in raw:
         raise UserError(f"{where}: a kernels experiment takes [[kernel]] tables, not [[sweep]]")
+    if {"deployment", "placements"} & set(head):
+        raise UserError(f"{where}: deployment and placements belong to latency experiments")
     tables = raw.get("kernel")
     if not isinstance(tables, list) or not tables:
         raise UserError(f"{where}: a kernels experiment needs at least one [[kernel]] table")

@@ -27,6 +27,7 @@ from rich.table import Table
 from harness import ROOT
 from harness import platform as platmod
 from harness.costmodel import training_cost
+from harness.experiments import deployed
 from harness.experiments.cache import sha256, write_atomic
 from harness.experiments.execute import Outcome
 from harness.experiments.plan import GROUPS, Plan, Point
@@ -57,13 +58,20 @@ def _counts(sched) -> dict:
     return {(k.name, k.step): k.count for k in sched.counts}
 
 
-def complete(point: Point, rows: dict) -> bool:
-    """Every kernel of the point has a good row."""
+def complete(point, rows: dict) -> bool:
+    """Every kernel (or stage program) of the point has a good row."""
+    if _deployed(point):
+        return deployed.complete(point, rows)
     return all(sp.name in rows for u in point.uses for sp in u.specs)
 
 
-def point_label(point: Point) -> str:
-    return f"{point.platform}/{point.net}/{point.dataset}/layer_id {point.layer_id}/p {point.p:g}"
+def _deployed(point) -> bool:
+    return isinstance(point, deployed.DeployedPoint)
+
+
+def point_label(point) -> str:
+    where = f"/{point.placement}" if _deployed(point) else ""
+    return f"{point.platform}/{point.net}/{point.dataset}/layer_id {point.layer_id}/p {point.p:g}{where}"
 
 
 def latency_row(point: Point, rows: dict) -> dict:
@@ -211,6 +219,10 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
     if plan.points:
         doc["incomplete_points"] = [point_label(pt) for pt in plan.points if not complete(pt, outcome.rows)]
         doc["cl_params"] = {f"{pt.net}/{pt.dataset}": dict(pt.params.__dict__) for pt in plan.points}
+        doc["deployment"] = exp.deployment
+        if exp.deployment == "deployed":
+            doc["placements"] = list(exp.placements)
+            doc["fusion"] = sorted({note for pt in plan.points for note in pt.plan.step.notes})
         doc["ops_measured"] = any(pt.includes_ops for pt in plan.points)
     return doc
 
@@ -220,8 +232,15 @@ def write_results(plan: Plan, outcome: Outcome, outdir: Path) -> dict:
     Points with a failed kernel are left out of the tables and listed in meta.json.
     Returns the DataFrames by file stem."""
     outdir = Path(outdir)
-    frames = {"kernels": pd.DataFrame(kernel_rows(plan, outcome))}
-    if plan.points:
+    if plan.points and _deployed(plan.points[0]):
+        frames = {"kernels": pd.DataFrame(deployed.job_rows(plan.specs, outcome))}
+        pts = [pt for pt in plan.points if complete(pt, outcome.rows)]
+        frames["latency"] = pd.DataFrame([deployed.latency_row(pt, outcome.rows) for pt in pts],
+                                         columns=deployed.LATENCY_COLUMNS)
+        frames["layers"] = pd.DataFrame([r for pt in pts for r in deployed.layer_rows(pt, outcome.rows)])
+    else:
+        frames = {"kernels": pd.DataFrame(kernel_rows(plan, outcome))}
+    if plan.points and not _deployed(plan.points[0]):
         pts = [pt for pt in plan.points if complete(pt, outcome.rows)]
         frames["latency"] = pd.DataFrame([latency_row(pt, outcome.rows) for pt in pts], columns=LATENCY_COLUMNS)
         frames["layers"] = pd.DataFrame([r for pt in pts for r in layer_rows(pt, outcome.rows)])
