@@ -80,8 +80,9 @@ def flags(tc: Toolchain, plat: Platform, opt: str) -> list[str]:
 
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
-          include_dirs: list | None = None, tc: Toolchain | None = None) -> Path:
-    """Compile and link SOURCES with the runtime into OUTPUT (an ELF)."""
+          include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None) -> Path:
+    """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
+    like the runtime, are compiled once per compiler, flags and platform and linked in."""
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -104,6 +105,9 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     objs = _runtime_objects(tc, common, gen)
+    if libraries:
+        headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
+        objs += _cached_objects(tc, common, gen, [Path(x) for x in libraries], headers)
     cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
     cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -117,12 +121,16 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
 def _runtime_objects(tc: Toolchain, common: list, gen: Path) -> list[Path]:
     """The runtime compiled once per compiler, flags and platform (the sources' and flags' hash names
     each object), so that a build only compiles the program's own sources."""
+    return _cached_objects(tc, common, gen, runtime.sources(), sorted(runtime.RUNTIME_DIR.glob("*.h")))
+
+
+def _cached_objects(tc: Toolchain, common: list, gen: Path, sources: list, headers: list) -> list[Path]:
     objs = []
-    for src in runtime.sources():
+    for src in sources:
         h = hashlib.sha256(("\0".join(common) + tc.version).encode())
         h.update(src.read_bytes())
         h.update((gen / "pulp_platform.h").read_bytes())
-        for hdr in sorted(runtime.RUNTIME_DIR.glob("*.h")):
+        for hdr in headers:
             h.update(hdr.read_bytes())
         obj = gen / "obj" / f"{src.stem}-{h.hexdigest()[:16]}.o"
         if not obj.exists():

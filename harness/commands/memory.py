@@ -37,6 +37,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--new-per-task", type=int,
                         help="new samples per task, for the cached new latents (default: 10000 cifar10, 24000 core50)")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    parser.add_argument("--plan", action="store_true",
+                        help="the deployed training step's memory plan: every tensor's home, bytes and lifetime, the "
+                             "L2 peak, the chunk sizes and what runs fused")
+    parser.add_argument("--placement", choices=("fit", "method"), default="fit",
+                        help="with --plan: L2 wherever it fits (default) or method.md's placement")
 
 
 def _check_p(p: float) -> None:
@@ -94,7 +99,63 @@ def report(args) -> dict:
     }
 
 
+def plan_report(args) -> dict:
+    from harness.deploy.runner import Point, plan_of
+
+    _check_p(args.p)
+    if args.layer_id is None:
+        raise UserError("--plan needs --layer-id (a cut at a block boundary)")
+    net = build_from_args(args)
+    _cut(net, args)
+    overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))
+                             if v is not None))
+    cl = tuple(sorted((k, v) for k, v in (("batch", args.batch), ("replays", args.replays),
+                                           ("new_per_task", args.new_per_task)) if v is not None))
+    plan = plan_of(Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
+                         args.placement, overrides, cl))
+    step = plan.step
+    rows = plan.rows()
+    return {"network": net.name, "dataset": args.dataset, "cut": step.cut.label, "p": args.p,
+            "platform": plan.platform.name, "placement": plan.placement, "batch": step.params.batch,
+            "chunk_frozen": step.n_f, "chunk_tail": step.n_t, "l2_peak_bytes": plan.arena,
+            "l2_budget_bytes": plan.budget, "external_bytes": plan.external_bytes, "not_fitting": plan.fits(),
+            "stages": len(step.stages), "program_steps": len(step.sequence()), "fusion_notes": step.notes,
+            "fused": {s.name: list(s.fused) for s in step.stages if s.fused}, "tensors": rows}
+
+
+def run_plan(args) -> int:
+    doc = plan_report(args)
+    if args.format == "json":
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    out = console()
+    out.print(f"[bold]memory plan[/bold] of one training step: {doc['network']} {doc['dataset']}, {doc['cut']}, "
+              f"p = {doc['p']:g}, platform {doc['platform']}, placement {doc['placement']}")
+    out.print(f"batch {doc['batch']}: frozen forward in chunks of {doc['chunk_frozen']} samples, trained layers in "
+              f"chunks of {doc['chunk_tail']}; {doc['stages']} stages, {doc['program_steps']} stage runs a step")
+    t = Table(title="tensors (L2 arena offsets; external memories by address)")
+    for col in ("tensor", "role", "home", "offset", "bytes", "scope", "first use", "last use"):
+        t.add_column(col, justify="right" if col in ("offset", "bytes") else "left")
+    for r in doc["tensors"]:
+        t.add_row(r["tensor"], r["role"], r["home"], f"{r['offset']:,}", f"{r['bytes']:,}", r["scope"], r["first"],
+                  r["last"])
+    out.print(t)
+    ext = doc["external_bytes"]
+    out.print(f"L2 peak {doc['l2_peak_bytes']:,} of {doc['l2_budget_bytes']:,} bytes left for tensors; "
+              f"HyperRAM {ext.get('hyperram', 0):,} bytes; flash {ext.get('flash', 0):,} bytes")
+    for line in doc["fusion_notes"]:
+        out.print(f"not fused: {line}")
+    for line in doc["not_fitting"]:
+        out.print(f"[red]does not fit[/red] {line}")
+    return 0
+
+
 def run(args) -> int:
+    if args.plan:
+        return run_plan(args)
+    if args.placement != "fit":
+        raise UserError("--placement applies to --plan")
     doc = report(args)
     if args.format == "json":
         json.dump(doc, sys.stdout, indent=1)

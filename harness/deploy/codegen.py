@@ -195,12 +195,12 @@ class Gen:
                 b += 4 * ns + tm * cp(n) * 2 + tm * 4
             return b + 16 * 16
 
+        puts = ("Y", "Xs", "Dz", "Loss") + (("Stash", "Sx") if fw else ())
+
         def slab_ok(tm, tn):
-            need = {"a": tm * t.a.pitch * 2, "Y": tm * t.Y.pitch * 2 if t.Y else 0,
-                    "Stash": tm * (t.Stash.pitch if t.Stash else 0) * 2, "Sx": tm * (t.Sx.pitch if t.Sx else 0) * 2,
-                    "Xs": tm * (t.Xs.pitch if t.Xs else 0) * 2, "Skip": tm * (t.Skip.pitch if t.Skip else 0) * 2,
-                    "Dz": tm * (t.Dz.pitch if t.Dz else 0) * 2, "w": t.w.pitch * 2}
-            return all(need.get(k, 0) <= slab for k in ext)
+            # loads take as many slab-fulls as they need; a store's rows must fit one slab
+            return all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext) and \
+                ("Pool" not in ext or ns * t.Pool.pitch * 2 <= slab)
 
         def cost(tm, tn):
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
@@ -294,10 +294,7 @@ class Gen:
             return b + 12 * 16
 
         def slab_ok(tm, tn, tk):
-            need = {"a": tk * t.a.pitch * 2, "xs": tk * t.xs.pitch * 2, "dw": tm * t.dw.pitch * 2,
-                    "old": tm * t.dw.pitch * 2, "Stash": tk * (t.Stash.pitch if t.Stash else 0) * 2,
-                    "Db": t.Db.pitch * 2 if t.Db else 0, "DbOld": t.Db.pitch * 2 if t.Db else 0}
-            return all(need.get(k, 0) <= slab for k in ext)
+            return ("dw" not in ext or tm * t.dw.pitch * 2 <= slab) and ("Db" not in ext or t.Db.pitch * 2 <= slab)
 
         def cost(tm, tn, tk):
             mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
@@ -402,9 +399,9 @@ class Gen:
             return b + 16 * 16
 
         def slab_ok(tc, ts):
-            rows = {"in": ts * in_rows, "Stash": ts * hwo, "Y": ts * hwo, "Sx": ts * hwo, "Xs": ts * hwi,
-                    "Dx": ts * hwi, "w": kk, "Dw": kk, "Old": kk, "Bias": 1, "Db": 1, "DbOld": 1, "Pool": ns}
-            return all(rows[kk_] * t[kk_].pitch * 2 <= slab for kk_ in ext)
+            rows = {"Y": ts * hwo, "Sx": ts * hwo, "Xs": ts * hwi, "Dx": ts * hwi, "Dw": kk, "Db": 1, "Pool": ns,
+                    "Stash": ts * hwo if step == "fw" else 0}
+            return all(rows.get(kk_, 0) * t[kk_].pitch * 2 <= slab for kk_ in ext)
 
         def cost(tc, ts):
             blocks, groups = -(-c // tc), -(-ns // ts)
@@ -491,7 +488,6 @@ class Gen:
                     + 2 * px * cp(n) * 2 + cp(n) * 2 + 4 * n + 10 * 16)
 
         tr = next((r for r in range(ho, 0, -1) if mem(r) <= self.budget
-                   and (not t.x.ext or in_rows(r) * w * xpitch * 2 <= slab)
                    and (not t.y.ext or r * wo * t.y.pitch * 2 <= slab)), None)
         if tr is None:
             self.fail(st, "no output row of the convolution")
@@ -533,7 +529,7 @@ class Gen:
         t, slab = self.streams(st, names)
         per_row = cp(c) * 2 * (2 if kind == "scale_bw" else 1)
         fixed = ns * cp(c) * 2 * 2 + 4 * ns * c + 8 * 16
-        ext_pitch = max([v.pitch for v in t.values() if v.ext] + [0]) * 2
+        ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx", "Ds")] + [0]) * 2
         tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
                    and r * ext_pitch <= slab), None)
         if tr is None:
@@ -570,7 +566,7 @@ class Gen:
         neg2 = lr16 | (lr16 << 16)
         fixed = (cp(a["c_out"]) * 2 + cp(a["k_out"]) * 2) + 6 * 16
         tr = next((r for r in _cands(rows, 1) if fixed + r * (wp + gp) * 2 <= self.budget
-                   and (not t.Wt.ext or r * wp * 2 <= slab) and (not t.G.ext or r * gp * 2 <= slab)), None)
+                   and (not t.Wt.ext or r * wp * 2 <= slab)), None)
         if tr is None:
             self.fail(st, "one weight row")
         lay = L1()

@@ -35,7 +35,7 @@ from harness.schedule import CLParams
 ALIGN = 16
 PLACEMENTS = ("fit", "method")
 # Slabs the stages use to move external tensors through L2 (reserved whenever a tensor is external).
-SCRATCH_BYTES = 64 * 1024
+SCRATCH_BYTES = 128 * 1024
 
 # L2 the whole-step program needs besides its tensors: runtime, FC stack and data, and about this much
 # code per stage function (measured: 2.2-2.8 KiB for the generated stages)

@@ -33,7 +33,7 @@ def act_fw(act: str, z: np.ndarray) -> np.ndarray:
     if act == "relu6":
         return np.clip(z, 0.0, 6.0)
     if act == "hswish":
-        return h(z.astype(np.float32) * np.clip(z + 3.0, 0.0, 6.0).astype(np.float32) / np.float32(6.0))
+        return h(z.astype(np.float32) * np.clip(z + 3.0, 0.0, 6.0).astype(np.float32) * np.float32(1.0 / 6.0))
     if act == "sigmoid":
         return h(1.0 / (1.0 + np.exp(-z)))
     return z

@@ -37,6 +37,7 @@ from harness.nets import build_network, cut_at_layer_id
 from harness.schedule import cl_params
 
 INCLUDE = ROOT / "pulp_kernels" / "include"
+LIBRARY = ROOT / "pulp_kernels" / "deploy" / "odl_deploy.c"
 DEFINES = ["PULP_FC_WAIT_WFI"]   # the FC sleeps while the cluster trains, as on the MCU
 SEED = 7
 
@@ -276,7 +277,7 @@ def image(step: Step, name: str, a: np.ndarray) -> bytes:
 
 
 def _source_hash(c: str) -> str:
-    h = hashlib.sha256(c.encode() + asm_kernels().encode())
+    h = hashlib.sha256(c.encode() + asm_kernels().encode() + LIBRARY.read_bytes())
     for p in sorted(INCLUDE.glob("*.h")):
         if p.name != "pulp_isa.h":
             h.update(p.read_bytes())
@@ -284,11 +285,14 @@ def _source_hash(c: str) -> str:
 
 
 def build(prog: progmod.Program, plat, workdir: Path) -> Path:
-    c = workdir / "program.c"
-    c.write_text(prog.c)
+    srcs = []
+    for name, text in prog.files.items():
+        (workdir / name).write_text(text)
+        srcs.append(workdir / name)
     s = workdir / "kernels.S"
     s.write_text(asm_kernels())
-    return toolchain.build([c, s], workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES)
+    return toolchain.build(srcs + [s], workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
+                           libraries=[LIBRARY])
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):

@@ -1,0 +1,97 @@
+"""`pulp-odl deploy`: one whole training step as one program on the simulator, checked end to end,
+next to the composition of its stages measured on their own (what the latency tables sum)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import platform as platforms
+from harness.commands.layers import add_net_arguments, console
+from harness.commands.memory import _check_p
+from harness.deploy import task as taskmod
+from harness.deploy.runner import Point, run_step, stage_jobs
+from harness.errors import UserError
+from harness.experiments import cache as cachemod, execute
+from harness.platform import DEFAULT_PLATFORM
+
+NAME = "deploy"
+HELP = "build and run one whole training step as one program, check it against NumPy, compare with its stages"
+ORDER = 44
+AGREEMENT = 0.03     # the composed stages must be within 3 % of the whole program
+
+
+def add_arguments(p) -> None:
+    add_net_arguments(p)
+    p.add_argument("--layer-id", type=int, required=True,
+                   help="replay cut: 1 = classifier only, k = classifier + k-1 blocks")
+    p.add_argument("--p", type=float, default=1.0, help="partiality in (0, 1] (default 1)")
+    p.add_argument("--platform", default=DEFAULT_PLATFORM, help=f"platform (default: {DEFAULT_PLATFORM})")
+    p.add_argument("--placement", choices=("fit", "method"), default="fit",
+                   help="L2 wherever it fits (default) or method.md's placement")
+    p.add_argument("--jobs", type=int, help="parallel stage programs for the composition (default: host cores)")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+
+
+def compare(pt: Point, jobs: int | None = None, progress: bool = True) -> dict:
+    whole = run_step(pt)
+    plan, sjobs = stage_jobs(pt)
+    step = plan.step
+    outcome = execute.run_specs({j.name: j for j in sjobs}, jobs=jobs, cache=cachemod.Cache(),
+                                console=Console(stderr=True, highlight=False), progress=progress)
+    if outcome.errors:
+        name, msg = sorted(outcome.errors.items())[0]
+        raise UserError(f"stage program {name} failed: {msg}")
+    by = {(j.stage, j.variant): outcome.rows[j.name] for j in sjobs}
+    phases = {}
+    for (name, variant), n in taskmod.step_counts(step).items():
+        ph = step.stage(name).phase
+        phases.setdefault(ph, [0, 0])[1] += n * by[(name, variant)]["cycles"]
+    for s in whole["stages"]:
+        phases.setdefault(s["phase"], [0, 0])[0] += s["cycles"]
+    composed = sum(v[1] for v in phases.values())
+    diff = (composed - whole["cycles"]) / whole["cycles"]
+    return {"network": pt.net, "dataset": pt.dataset, "layer_id": pt.layer_id, "p": pt.p, "platform": pt.platform,
+            "placement": pt.placement, "chunk_frozen": step.n_f, "chunk_tail": step.n_t,
+            "whole_cycles": whole["cycles"], "whole_cluster_cycles": whole["cluster_cycles"],
+            "composed_cycles": composed, "difference": diff, "agree": abs(diff) <= AGREEMENT,
+            "phases": {k: {"whole": v[0], "composed": v[1]} for k, v in phases.items()},
+            "checks": whole["checks"], "ok": whole["ok"], "instructions": whole["instructions"],
+            "host_seconds": whole["host_seconds"]}
+
+
+def run(args) -> int:
+    _check_p(args.p)
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))
+                             if v is not None))
+    pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
+               overrides)
+    doc = compare(pt, args.jobs, progress=not args.json)
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        out = console()
+        out.print(f"[bold]training step[/bold] of {pt.net} {pt.dataset}, layer_id {pt.layer_id}, p {pt.p:g}, "
+                  f"{pt.platform}, placement {pt.placement}: frozen chunks of {doc['chunk_frozen']}, tail chunks of "
+                  f"{doc['chunk_tail']}")
+        t = Table(title="cycles of one step: one program vs the stages on their own")
+        for col in ("phase", "one program", "stages composed", "difference"):
+            t.add_column(col, justify="left" if col == "phase" else "right")
+        for ph in ("frozen", "latents", "fw", "bw", "update"):
+            if ph in doc["phases"]:
+                w, c = doc["phases"][ph]["whole"], doc["phases"][ph]["composed"]
+                t.add_row(ph, f"{w:,}", f"{c:,}", f"{100 * (c - w) / w:+.2f}%" if w else "")
+        t.add_row("total (FC view)", f"{doc['whole_cycles']:,}", f"{doc['composed_cycles']:,}",
+                  f"{100 * doc['difference']:+.2f}%")
+        out.print(t)
+        bad = [n for n, c in doc["checks"].items() if not c["ok"]]
+        out.print(f"NumPy check of the step: {len(doc['checks']) - len(bad)} of {len(doc['checks'])} tensors agree "
+                  f"(loss, weight gradients, updated weights)" + (f"; [red]wrong: {', '.join(bad)}[/red]" if bad else ""))
+        out.print(f"agreement within {100 * AGREEMENT:g} %: {'yes' if doc['agree'] else '[red]no[/red]'}; "
+                  f"{doc['instructions']:,} instructions simulated in {doc['host_seconds']:.1f} s")
+    return 0 if doc["ok"] and doc["agree"] else 1

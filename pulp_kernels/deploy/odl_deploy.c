@@ -1,0 +1,420 @@
+/* The compute of the deployed stages: activations and their derivatives fused into tiles, residual
+ * adds, pools, the cross-entropy, depthwise steps over a batch of maps, and one copy each of the
+ * odl_kernels.h building blocks the stages use. Compiled once per platform and flags, linked into
+ * every deployed program (see odl_deploy.h). */
+#include <odl_deploy.h>
+
+/* ---------------------------------------------------------------- moving tiles (master core) */
+
+void odl_get(odl_xfer_t *x, odl_stream_t *s, uint32_t row0, uint32_t nrows, uint32_t col0, uint32_t ncols,
+                           void *l1) {
+  uint32_t rb = (ncols + (ncols & 1)) * 2, stride = s->pitch * 2;
+  if (s->home == ODL_L2) {
+    odl_dma_rows(&x->dma, s->addr + row0 * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride, PI_CL_DMA_DIR_EXT2LOC);
+    return;
+  }
+  /* one transfer record holds one pending slab -> L1 hop: an earlier one goes first */
+  if (x->hop) {
+    odl_wait_slab(x->hop, x->hop_slab);
+    odl_dma_rows(&x->dma, x->hop_l2, x->hop_l1, x->hop_row, x->hop_rows, x->hop_stride, PI_CL_DMA_DIR_EXT2LOC);
+    x->hop = 0;
+  }
+  /* more rows than a slab holds: all but the last slab-full move now, one after the other */
+  uint32_t per = s->slab_bytes / stride;
+  if (per == 0) per = 1;
+  while (nrows > per) {
+    static odl_xfer_t y;
+    odl_xfer_init(&y);
+    odl_get(&y, s, row0, per, col0, ncols, l1);
+    odl_get_wait(&y);
+    row0 += per;
+    nrows -= per;
+    l1 = (void *)((uint32_t)l1 + per * rb);
+  }
+  int k = s->cur;
+  s->cur ^= 1;
+  odl_wait_slab(s, k);
+  uint32_t slab = s->slab[k];
+  if (s->home == ODL_RAM)
+    pi_ram_read_async(&odl_ram_dev, s->addr + row0 * stride, (void *)slab, nrows * stride, &s->ud[k]);
+  else
+    pi_flash_read_async(&odl_flash_dev, s->addr + row0 * stride, (void *)slab, nrows * stride, &s->ud[k]);
+  s->busy[k] = 1;
+  x->hop = s;
+  x->hop_slab = k;
+  x->hop_l2 = slab + col0 * 2;
+  x->hop_l1 = (uint32_t)l1;
+  x->hop_row = rb;
+  x->hop_rows = nrows;
+  x->hop_stride = stride;
+}
+
+void odl_get_wait(odl_xfer_t *x) {
+  if (x->hop) {
+    odl_wait_slab(x->hop, x->hop_slab);
+    odl_dma_rows(&x->dma, x->hop_l2, x->hop_l1, x->hop_row, x->hop_rows, x->hop_stride, PI_CL_DMA_DIR_EXT2LOC);
+    x->hop = 0;
+  }
+  odl_wait_dma(&x->dma);
+}
+
+void odl_put(odl_xfer_t *x, odl_stream_t *s, uint32_t row0, uint32_t nrows, uint32_t col0, uint32_t ncols,
+                           const void *l1, uint32_t slab_row0, uint32_t slab_rows, int flush) {
+  uint32_t rb = (ncols + (ncols & 1)) * 2, stride = s->pitch * 2;
+  if (s->home == ODL_L2) {
+    odl_dma_rows(&x->dma, s->addr + row0 * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride, PI_CL_DMA_DIR_LOC2EXT);
+    return;
+  }
+  int k = s->cur;
+  odl_wait_slab(s, k);   /* the slab's previous rows have left */
+  uint32_t slab = s->slab[k];
+  odl_dma_rows(&x->dma, slab + (row0 - slab_row0) * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride,
+               PI_CL_DMA_DIR_LOC2EXT);
+  if (flush) {
+    odl_wait_dma(&x->dma);
+    if (s->home == ODL_RAM) {
+      pi_ram_write_async(&odl_ram_dev, s->addr + slab_row0 * stride, (void *)slab, slab_rows * stride, &s->ud[k]);
+      s->busy[k] = 1;
+    } else {
+      uint32_t t0 = pulp_mcycle();
+      pi_flash_program(&odl_flash_dev, s->addr + slab_row0 * stride, (const void *)slab, slab_rows * stride);
+      odl_tm.ext += pulp_mcycle() - t0;
+    }
+    s->cur ^= 1;
+  }
+}
+
+void odl_stream_drain(odl_stream_t *s) {
+  odl_wait_slab(s, 0);
+  odl_wait_slab(s, 1);
+}
+
+/* ---------------------------------------------------------------- fused epilogues and prologues */
+
+
+/* The activations and their derivatives without data-dependent branches (min/max and compare
+ * results as 0/1 values), so that a stage's cycles do not depend on the values it sees: the cycles
+ * of a stage measured on random data are its cycles inside a training step. */
+static inline float odl_clampf(float v, float lo, float hi) { return __builtin_fminf(__builtin_fmaxf(v, lo), hi); }
+
+/* exp(x) as odl_expf, with the floor and the range limits as selects */
+static inline float odl_expf_sel(float x) {
+  float z = (float)(x >= -87.0f);
+  x = odl_clampf(x, -87.0f, 88.0f);
+  float t = x * 1.44269504f;
+  int n = (int)(t - (float)(t < 0.0f));
+  float f = (t - (float)n) * 0.69314718f;
+  float p = 1.0f + f * (1.0f + f * (0.5f + f * (0.16666667f + f * (0.041666668f + f * (0.008333334f + f * 0.0013888889f)))));
+  uint32_t bits = (uint32_t)(n + 127) << 23;
+  float scale;
+  __builtin_memcpy(&scale, &bits, 4);
+  return p * scale * z;
+}
+
+static inline float odl_act_f(int act, float v) {
+  if (act == ODL_ACT_RELU6) return odl_clampf(v, 0.0f, 6.0f);
+  if (act == ODL_ACT_HSWISH) return v * odl_clampf(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f);
+  if (act == ODL_ACT_SIGMOID) return 1.0f / (1.0f + odl_expf_sel(-v));
+  return v;
+}
+
+/* Activation derivative times the incoming gradient: from the stashed pre-activation (h-swish) or
+ * post-activation (ReLU6: 0 < y < 6; sigmoid: y (1 - y)). */
+static inline float odl_act_grad(int act, float st, float g) {
+  if (act == ODL_ACT_RELU6) return g * (float)((st > 0.0f) & (st < 6.0f));
+  if (act == ODL_ACT_HSWISH) {
+    float lo = (float)(st >= -3.0f), hi = (float)(st > 3.0f);
+    return g * (lo * (1.0f - hi) * (2.0f * st + 3.0f) * (1.0f / 6.0f) + hi);
+  }
+  if (act == ODL_ACT_SIGMOID) return g * st * (1.0f - st);
+  return g;
+}
+
+/* Rows [lo, hi) of a tile, split across the cores. */
+static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi); }
+
+/* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
+ * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
+void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    f16 *row = y + r * p;
+    if (pre) {
+      for (int c = 0; c < keep; c++) pre[r * pp + c] = row[c];
+      if (keep & 1) pre[r * pp + keep] = 0;
+    }
+    if (act == ODL_ACT_RELU6) {
+      uint32_t *v = (uint32_t *)row;
+      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmin_h(pulp_vfmax_h(v[c], 0u), 0x46004600u);
+    } else if (act != ODL_ACT_NONE) {
+      for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
+      if (cols & 1) row[cols] = 0;
+    }
+    if (post) {
+      for (int c = 0; c < keep; c++) post[r * pp + c] = row[c];
+      if (keep & 1) post[r * pp + keep] = 0;
+    }
+  }
+}
+
+/* In place: g = g * act'(stash) on `rows` x `cols` (g pitch gp, stash pitch sp); pad lane kept zero. */
+void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    f16 *gr = g + r * gp;
+    const f16 *sr = st + r * sp;
+    if (act == ODL_ACT_RELU6) {
+      for (int c = 0; c < cols; c++) {
+        float s = odl_h2f(sr[c]);
+        gr[c] &= (f16)(0u - (uint32_t)((s > 0.0f) & (s < 6.0f)));
+      }
+    } else {
+      for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(act, odl_h2f(sr[c]), odl_h2f(gr[c])));
+    }
+  }
+}
+
+/* y += s element-wise (FP16 SIMD), rows x cols, pitches yp / sp (even). */
+void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    uint32_t *yv = (uint32_t *)(y + r * yp);
+    const uint32_t *sv = (const uint32_t *)(s + r * sp);
+    for (int c = 0; c < (cols + 1) / 2; c++) yv[c] = pulp_vfadd_h(yv[c], sv[c]);
+    if (cols & 1) y[r * yp + cols] = 0;
+  }
+}
+
+/* Per-sample channel sums for a fused average pool: rows m0.. of the tile belong to sample
+ * (m0 + r) / rows_ps; acc[sample][col0 + c] += y[r][c] (FP32), channels split across the cores. */
+void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0,
+                                int rows_ps, int col0) {
+  int lo, hi;
+  odl_chunk(cols, &lo, &hi);
+  for (int c = lo; c < hi; c++)
+    for (int r = 0; r < rows; r++) acc[((m0 + r) / rows_ps) * acc_pitch + col0 + c] += odl_h2f(y[r * yp + c]);
+}
+
+/* Cross-entropy from logits, one row per sample: dz = softmax(z) - onehot(label), loss = logsumexp - z[label]. */
+static inline float odl_logf(float x) {
+  /* x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh((m - 1) / (m + 1)), a series in s^2 */
+  uint32_t b = odl_f32_bits(x);
+  int e = (int)((b >> 23) & 0xff) - 127;
+  b = (b & 0x007fffffu) | 0x3f800000u;
+  float m;
+  __builtin_memcpy(&m, &b, 4);
+  if (m > 1.41421356f) {
+    m *= 0.5f;
+    e += 1;
+  }
+  float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  float t = s * (2.0f + s2 * (0.66666667f + s2 * (0.4f + s2 * (0.28571429f + s2 * 0.22222222f))));
+  return t + (float)e * 0.69314718f;
+}
+
+void odl_ce_rows(f16 *dz, int dzp, f16 *loss, const f16 *z, int zp, const int32_t *label, int rows, int n) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    const f16 *zr = z + r * zp;
+    float m = odl_h2f(zr[0]), sum = 0.0f, e[64];
+    for (int i = 1; i < n; i++) m = __builtin_fmaxf(m, odl_h2f(zr[i]));
+    for (int i = 0; i < n; i++) sum += (e[i] = odl_expf_sel(odl_h2f(zr[i]) - m));
+    int lab = label[r];
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++) dz[r * dzp + i] = odl_f2h(e[i] * inv - (float)(i == lab));
+    if (n & 1) dz[r * dzp + n] = 0;
+    loss[r * 2] = odl_f2h(odl_logf(sum) + m - odl_h2f(zr[lab]));
+    loss[r * 2 + 1] = 0;
+  }
+}
+
+/* FP32 rows -> FP16 rows (+ an FP16 tile already there when `acc`, in FP16 as the method's gradient
+ * accumulators are), n columns, zero pad. */
+void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n, int acc) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    for (int c = 0; c < n; c++) {
+      f16 v = odl_f2h(src[r * sp + c]);
+      dst[r * dp + c] = acc ? odl_f2h(odl_h2f(dst[r * dp + c]) + odl_h2f(v)) : v;
+    }
+    if (n & 1) dst[r * dp + n] = 0;
+  }
+}
+
+/* ---------------------------------------------------------------- depthwise over a batch of maps
+ * A tile holds `ns` maps (one per sample, `h*w` rows of pitch p each) of the same channel block.
+ * Work items are (sample, row, channel-pair group): on the small maps of the networks' last blocks
+ * (1x1, 2x2) the rows alone would leave most cores idle, so channel pairs split too. */
+
+static inline void odl_dw_items(int ns, int rows, int c2, int *groups, int *items) {
+  int nc = pi_cl_team_nb_cores(), g = 1;
+  while (ns * rows * g < 2 * nc && g < c2) g++;
+  *groups = g;
+  *items = ns * rows * g;
+}
+
+/* One output row of the forward on channel pairs [c_lo, c_hi), FP16 accumulation of the taps in
+ * tap order (vfmac.h), interior pixels without bounds checks for k = 3. */
+static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, int c_lo, int c_hi,
+                                 int h, int wd, int wo, int k, int s, int pt, int pl, int p2, int oh) {
+  int ow0 = (pl + s - 1) / s, ow1 = (wd - k + pl) / s + 1;
+  if (ow1 > wo) ow1 = wo;
+  int ih = oh * s - pt, inner = k == 3 && ih >= 0 && ih + 2 < h;
+  for (int c = c_lo; c < c_hi; c++) {
+    uint32_t bias = bv ? bv[c] : 0;
+    uint32_t *yo = yv + oh * wo * p2 + c;
+    if (!inner) {
+      for (int ow = 0; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
+      continue;
+    }
+    for (int ow = 0; ow < ow0 && ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
+    uint32_t w0 = wv[c], w1 = wv[p2 + c], w2 = wv[2 * p2 + c], w3 = wv[3 * p2 + c], w4 = wv[4 * p2 + c],
+             w5 = wv[5 * p2 + c], w6 = wv[6 * p2 + c], w7 = wv[7 * p2 + c], w8 = wv[8 * p2 + c];
+    const uint32_t *r0 = xv + (ih * wd + ow0 * s - pl) * p2 + c;
+    const uint32_t *r1 = r0 + wd * p2, *r2 = r1 + wd * p2;
+    uint32_t *yp = yo + ow0 * p2;
+    for (int ow = ow0; ow < ow1; ow++) {
+      uint32_t acc = pulp_vfmac_h(bias, r0[0], w0);
+      acc = pulp_vfmac_h(acc, r0[p2], w1);
+      acc = pulp_vfmac_h(acc, r0[2 * p2], w2);
+      acc = pulp_vfmac_h(acc, r1[0], w3);
+      acc = pulp_vfmac_h(acc, r1[p2], w4);
+      acc = pulp_vfmac_h(acc, r1[2 * p2], w5);
+      acc = pulp_vfmac_h(acc, r2[0], w6);
+      acc = pulp_vfmac_h(acc, r2[p2], w7);
+      acc = pulp_vfmac_h(acc, r2[2 * p2], w8);
+      *yp = acc;
+      yp += p2;
+      r0 += s * p2;
+      r1 += s * p2;
+      r2 += s * p2;
+    }
+    for (int ow = ow1 > ow0 ? ow1 : ow0; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
+  }
+}
+
+void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
+                                   int k, int s, int pt, int pl, int p, int ns) {
+  int g, items, p2 = p / 2;
+  odl_dw_items(ns, ho, c2, &g, &items);
+  int nc = pi_cl_team_nb_cores();
+  for (int it = pi_core_id(); it < items; it += nc) {
+    int cg = it % g, row = it / g, smp = row / ho, oh = row % ho;
+    int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
+    odl_dw_fw_row((uint32_t *)(y + smp * ho * wo * p), (const uint32_t *)(x + smp * h * wd * p), (const uint32_t *)w,
+                  (const uint32_t *)b, c_lo, c_hi, h, wd, wo, k, s, pt, pl, p2, oh);
+  }
+}
+
+/* Input gradient: dx[ih][iw][c] = sum over the taps reaching (ih, iw) of dy[oh][ow][c] w[kh][kw][c]. */
+void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s,
+                                   int pt, int pl, int p, int ns) {
+  int g, items, p2 = p / 2;
+  odl_dw_items(ns, h, c2, &g, &items);
+  int nc = pi_cl_team_nb_cores();
+  const uint32_t *wv = (const uint32_t *)w;
+  for (int it = pi_core_id(); it < items; it += nc) {
+    int cg = it % g, row = it / g, smp = row / h, ih = row % h;
+    int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
+    const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p);
+    uint32_t *xv = (uint32_t *)(dx + smp * h * wd * p);
+    int kh0 = (ih + pt) % s;
+    for (int iw = 0; iw < wd; iw++) {
+      int kw0 = (iw + pl) % s, ng = 0, goff[64], woff[64];
+      for (int kh = kh0; kh < k; kh += s) {
+        int oh = (ih + pt - kh) / s;
+        if (oh < 0 || oh >= ho) continue;
+        for (int kw = kw0; kw < k; kw += s) {
+          int ow = (iw + pl - kw) / s;
+          if (ow < 0 || ow >= wo || ng == 64) continue;
+          goff[ng] = (oh * wo + ow) * p2;
+          woff[ng++] = (kh * k + kw) * p2;
+        }
+      }
+      uint32_t *out = xv + (ih * wd + iw) * p2;
+      for (int c = c_lo; c < c_hi; c++) {
+        uint32_t acc = 0;
+        for (int t = 0; t < ng; t++) acc = pulp_vfmac_h(acc, dv[goff[t] + c], wv[woff[t] + c]);
+        out[c] = acc;
+      }
+    }
+  }
+}
+
+/* Weight gradient of `ns` maps added to FP32 accumulators: items (tap or bias, channel pair), each
+ * summing every map of the tile (the same FP16 partial sums of up to 8 terms as odl_dw_wg). */
+void odl_dw_wg_batch(float *acc, float *accb, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho,
+                                   int wo, int k, int s, int pt, int pl, int p, int ns) {
+  const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
+  int p2 = p / 2, taps = k * k, items = (taps + (accb ? 1 : 0)) * c2;
+  int nc = pi_cl_team_nb_cores();
+  for (int it = pi_core_id(); it < items; it += nc) {
+    int tap = it / c2, c = it % c2, kh = tap / k, kw = tap % k;
+    int bias = tap == taps;
+    int oh0 = 0, oh1 = ho, ow0 = 0, ow1 = wo;
+    if (!bias) {
+      oh0 = kh < pt ? (pt - kh + s - 1) / s : 0;
+      oh1 = (h - 1 + pt - kh) / s + 1;
+      ow0 = kw < pl ? (pl - kw + s - 1) / s : 0;
+      ow1 = (wd - 1 + pl - kw) / s + 1;
+      if (oh1 > ho) oh1 = ho;
+      if (ow1 > wo) ow1 = wo;
+    }
+    float flo = 0.0f, fhi = 0.0f;
+    for (int smp = 0; smp < ns; smp++) {
+      const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p), *xv = (const uint32_t *)(x + smp * h * wd * p);
+      uint32_t lo32 = 0, hi32 = 0;
+      for (int oh = oh0; oh < oh1; oh++) {
+        const uint32_t *g = dv + (oh * wo + ow0) * p2 + c;
+        const uint32_t *xr = xv + ((oh * s + kh - pt) * wd + ow0 * s + kw - pl) * p2 + c;
+        for (int ow = ow0; ow < ow1; ow += 8) {
+          int n = ow1 - ow < 8 ? ow1 - ow : 8;
+          uint32_t a = 0;
+          if (bias)
+            for (int j = 0; j < n; j++, g += p2) a = pulp_vfadd_h(a, *g);
+          else
+            for (int j = 0; j < n; j++, g += p2, xr += s * p2) a = pulp_vfmac_h(a, *g, *xr);
+          lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
+          hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+        }
+      }
+      float l, hh;
+      __builtin_memcpy(&l, &lo32, 4);
+      __builtin_memcpy(&hh, &hi32, 4);
+      flo += l;
+      fhi += hh;
+    }
+    float *dst = bias ? accb : acc + tap * p;
+    dst[2 * c] += flo;
+    dst[2 * c + 1] += fhi;
+  }
+}
+
+/* dst[r][c] = f16(src[r][c] * scale): the average of a fused pool, one rounding. */
+void odl_mean_rows(f16 *dst, int dp, const float *src, int sp, int rows, int n, float scale) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    for (int c = 0; c < n; c++) dst[r * dp + c] = odl_f2h(src[r * sp + c] * scale);
+    if (n & 1) dst[r * dp + n] = 0;
+  }
+}
+
+
+/* ---------------------------------------------------------------- building blocks */
+void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch) { odl_pack_rows(dst, src, rows, blocks, k2, pitch); }
+void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) { odl_pack_cols(dst, src, rows, blocks, kdim, pitch); }
+void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias) { odl_matmul(ap, bp, m, n, k2, c, pitch, bias); }
+void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch) { odl_matmul_acc(ap, bp, m, n, k2, accm, apitch); }
+void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }
+void odl_lib_zero_f32(float *p, int n) { odl_zero_f32(p, n); }
+void odl_lib_widen(float *dst, const f16 *src, int n) { odl_widen(dst, src, n); }
+void odl_lib_colsum_acc(float *acc, const f16 *src, int rows, int pitch, int cols) { odl_colsum_acc(acc, src, rows, pitch, cols); }
+void odl_lib_zero_lane(f16 *x, int rows, int p, int ch) { odl_zero_lane(x, rows, p, ch); }
+void odl_lib_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2) { odl_sgd_block(w, wp, g, gp, rows, cols, neg_lr2); }
+void odl_lib_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left, int k2) { odl_pack_im2col(dst, raw, rows, oh0, ih0, w_out, h_in, w_in, pitch, cin, k, stride, pad_top, pad_left, k2); }
