@@ -380,22 +380,24 @@ class Gen:
         bias = a["bias"] and (step == "fw" or "db" in st.outs)
         ext = {kk_ for kk_, v in t.items() if v.ext}
 
+        cpc = cp(c)
+
         def mem(tc, ts):
             pc = cp(tc)
             b = 2 * ts * in_rows * pc * 2
             if act_bw:
                 b += 2 * ts * hwo * pc * 2
             if step == "fw":
-                b += 2 * ts * hwo * pc * 2 + kk * pc * 2 + (pc * 2 if bias else 0)
+                b += 2 * ts * hwo * pc * 2 + 2 * kk * pc * 2 + (2 * pc * 2 if bias else 0)
                 b += (2 if stash else 0) * ts * hwo * pc * 2 + (2 if sx else 0) * ts * hwo * pc * 2
                 if keep and keep < c:
                     b += ts * hwi * pc * 2
                 if pool:
-                    b += 4 * ns * c + ns * cp(c) * 2
+                    b += 4 * ns * c + ns * cpc * 2
             elif step == "ig":
-                b += 2 * ts * hwi * pc * 2 + kk * pc * 2
+                b += 2 * ts * hwi * pc * 2 + 2 * kk * pc * 2
             else:
-                b += 2 * ts * hwi * pc * 2 + 4 * (kk + 1) * pc + (kk + 1) * pc * 2
+                b += 2 * ts * hwi * pc * 2 + 4 * (kk + 1) * cpc + (kk + 1) * cpc * 2
             return b + 16 * 16
 
         def slab_ok(tc, ts):
@@ -428,9 +430,11 @@ class Gen:
         if step == "fw":
             lay.add("out0", ts * hwo * pc * 2)
             lay.add("out1", ts * hwo * pc * 2)
-            lay.add("w", kk * pc * 2)
+            lay.add("w0", kk * pc * 2)
+            lay.add("w1", kk * pc * 2)
             if bias:
-                lay.add("b", pc * 2)
+                lay.add("b0", pc * 2)
+                lay.add("b1", pc * 2)
             for nm, on in (("st", stash), ("sx", sx)):
                 if on:
                     lay.add(f"{nm}0", ts * hwo * pc * 2)
@@ -439,17 +443,18 @@ class Gen:
                 lay.add("keep", ts * hwi * pc * 2)
             if pool:
                 lay.add("pool", 4 * ns * c)
-                lay.add("poolh", ns * cp(c) * 2)
+                lay.add("poolh", ns * cpc * 2)
         elif step == "ig":
             lay.add("out0", ts * hwi * pc * 2)
             lay.add("out1", ts * hwi * pc * 2)
-            lay.add("w", kk * pc * 2)
+            lay.add("w0", kk * pc * 2)
+            lay.add("w1", kk * pc * 2)
         else:
             lay.add("x0", ts * hwi * pc * 2)
             lay.add("x1", ts * hwi * pc * 2)
-            lay.add("acc", 4 * (kk + 1) * pc)
-            lay.add("dwt", kk * pc * 2)
-            lay.add("dbt", pc * 2)
+            lay.add("acc", 4 * (kk + 1) * cpc)
+            lay.add("dwt", kk * cpc * 2)
+            lay.add("dbt", cpc * 2)
         streams = [kk_ for kk_ in t if kk_ not in ("in", "w")]
         if step == "wg" and not accumulate:
             streams = [s_ for s_ in streams if s_ not in ("Old", "DbOld")]
@@ -459,7 +464,7 @@ class Gen:
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, step=step, c=c, tc=tc, ts=ts, samples=ns, h=h, w=w, ho=ho, wo=wo,
-                   k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act,
+                   k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act, cp=cpc,
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
                    bias=bias, y="Y" in t, accumulate=accumulate)

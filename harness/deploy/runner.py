@@ -91,7 +91,12 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
     local = MemoryPlan(step, plan.placement, plan.platform, budget=plan.budget)
     off = 0
     ext = {"hyperram": 0, "flash": 0}
-    for n in names:
+    if st.kind == "latents":   # the new latents' flash area first, the (possibly huge) replay buffer last
+        lat = step.tensors[st.outs["latent"]]
+        nbytes = lat.sample_bytes * step.params.batch_new
+        local.homes["<new_latents>"] = Home("<new_latents>", "flash", 0, nbytes, 0, 0)
+        ext["flash"] = (nbytes + 15) // 16 * 16
+    for n in sorted(names, key=lambda n: (step.tensors[n].role == "replay", n)):
         h = plan.home(n)
         if h.memory == "l2":
             local.homes[n] = Home(n, "l2", off, h.nbytes, 0, 0)
@@ -99,12 +104,6 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
         else:
             local.homes[n] = Home(n, h.memory, ext[h.memory], h.nbytes, 0, 0)
             ext[h.memory] += (h.nbytes + 15) // 16 * 16
-            if step.tensors[n].role == "replay":
-                local.homes["<new_latents>"] = Home("<new_latents>", "flash", ext["flash"], 0, 0, 0)
-    if st.kind == "latents":
-        lat = step.tensors[st.outs["latent"]]
-        local.homes["<new_latents>"] = Home("<new_latents>", "flash", ext["flash"],
-                                            lat.sample_bytes * step.params.batch_new, 0, 0)
     if any(h.memory != "l2" for h in local.homes.values()):
         local.scratch = off
         off += SCRATCH_BYTES

@@ -346,9 +346,10 @@ void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd
   }
 }
 
-/* Weight gradient of `ns` maps added to FP32 accumulators: items (tap or bias, channel pair), each
+/* Weight gradient of `ns` maps added to FP32 accumulators acc[tap][c] (pitch ap floats) and accb[c]:
+ * items (tap or bias, channel pair), each
  * summing every map of the tile (the same FP16 partial sums of up to 8 terms as odl_dw_wg). */
-void odl_dw_wg_batch(float *acc, float *accb, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho,
+void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho,
                                    int wo, int k, int s, int pt, int pl, int p, int ns) {
   const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
   int p2 = p / 2, taps = k * k, items = (taps + (accb ? 1 : 0)) * c2;
@@ -389,7 +390,7 @@ void odl_dw_wg_batch(float *acc, float *accb, const f16 *dy, const f16 *x, int c
       flo += l;
       fhi += hh;
     }
-    float *dst = bias ? accb : acc + tap * p;
+    float *dst = bias ? accb : acc + tap * ap;
     dst[2 * c] += flo;
     dst[2 * c + 1] += fhi;
   }

@@ -128,7 +128,7 @@ void odl_ce_rows(f16 *dz, int dzp, f16 *loss, const f16 *z, int zp, const int32_
 void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n, int acc);
 void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns);
 void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns);
-void odl_dw_wg_batch(float *acc, float *accb, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns);
+void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns);
 void odl_mean_rows(f16 *dst, int dp, const float *src, int sp, int rows, int n, float scale);
 
 /* the building blocks of odl_kernels.h, through one copy each */

@@ -1,0 +1,261 @@
+"""The deployer: the step as stages, the memory plan, the stage programs (streaming, fusion,
+batching) and whole training steps as one program."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from harness import platform as platmod
+from harness.deploy import graph, memplan, program as progmod, reference as ref, runner, task
+from harness.deploy.codegen import Gen
+from harness.errors import UserError
+from harness.nets import build_network, cut_at_layer_id
+from harness.schedule import cl_params
+from tests.conftest import needs_clang
+
+
+def _step(net="phinet", dataset="cifar10", layer_id=2, p=0.7, n_f=12, n_t=16):
+    cut = cut_at_layer_id(build_network(net, dataset), layer_id)
+    return graph.build_step(cut, p, cl_params(dataset), n_f=n_f, n_t=n_t)
+
+
+# ---------------------------------------------------------------- the step as stages
+
+def test_fusion_and_stages_of_a_residual_block():
+    step = _step("mobilenetv2", "cifar10", 5)
+    names = [s.name for s in step.stages]
+    # the residual add runs in the projection's epilogue, its backward in the expansion's input gradient
+    proj = step.stage("B16.project.fw")
+    assert "skip" in proj.ins and proj.outs["y"] == "act:B16.add"
+    ig = step.stage("B16.expand.ig")
+    assert ig.ins["gskip"] == "grad:B16.add" and "residual add backward (skip gradient)" in ig.fused
+    # activations in the epilogue, their backward in the prologues of wg and ig; no separate op stages
+    assert step.stage("B17.expand.fw").fused[0] == "relu6 (B17.expand)"
+    assert step.stage("B17.expand.wg").ins["stash"] == "stash:B17.expand"
+    assert not [n for n in names if "relu6" in n or n.endswith(".add")]
+    # the loss runs in the classifier's forward; the first trained layer has no input gradient
+    assert step.stage("classifier.fw").attrs["ce"]
+    assert "B15.expand.ig" not in names
+    # the pooled head: pool fused forward, its backward a stage of its own, with the reason
+    assert step.stage("head.conv.fw").outs["pool"] == "act:head.pool"
+    assert any("head.pool" in n for n in step.notes)
+
+
+def test_squeeze_excite_gradients_meet_in_the_depthwise_output():
+    step = _step("phinet", "cifar10", 2)
+    scale = step.stage("B8.se_scale.bw")
+    pool = step.stage("B8.dw.pool_bw")
+    assert scale.outs["dx"] == pool.ins["acc"] == pool.outs["dy"] == step.stage("B8.dw.wg").ins["dy"]
+    order = [s.name for s in step.stages]
+    assert order.index("B8.se_scale.bw") < order.index("B8.se_reduce.ig") < order.index("B8.dw.pool_bw") \
+        < order.index("B8.dw.wg")
+
+
+def test_partial_channels_follow_the_chain():
+    step = _step("mobilenetv2", "cifar10", 4, p=0.7)
+    for s in step.stages:
+        if s.kind in ("mm_ig", "dw_ig"):
+            # the input gradient has the kept input channels of the layer, which the layer before keeps as output
+            assert step.tensors[s.outs["dx"]].cols == s.attrs["k_in"]
+        if s.kind in ("mm_wg",):
+            assert step.tensors[s.outs["dw"]].cols == s.attrs["k_in"]
+            assert step.tensors[s.outs["dw"]].rows == s.attrs["k_out"]
+
+
+def test_task_counts_match_the_schedule():
+    step = _step("phinet", "cifar10", 2, n_f=4, n_t=8)
+    p = step.params
+    i = task.iterations(step)
+    counts = task.task_counts(step)
+    assert counts[("stem.dw.frozen", "")] == i * 3          # 12 new samples in chunks of 4
+    assert counts[("B8.expand.fw", "")] == p.epochs * i * 2    # 16 samples in chunks of 8
+    assert counts[("B8.expand.wg", "")] == p.epochs * i       # the first chunk writes the accumulators
+    assert counts[("B8.expand.wg", "acc")] == p.epochs * i    # the second adds to them
+    assert counts[("classifier.update", "")] == p.epochs * i
+    assert counts[("latents", "")] == i and counts[("latents.reuse", "")] == (p.epochs - 1) * i
+    # samples through the frozen part: one per new sample (within the last partial batch)
+    assert 0 <= i * p.batch_new - p.new_per_task < p.batch_new
+
+
+# ---------------------------------------------------------------- the memory plan
+
+@pytest.mark.parametrize("net,dataset,layer_id,placement", [
+    ("phinet", "cifar10", 2, "fit"), ("mobilenetv2", "cifar10", 4, "method"),
+    ("phinet", "core50", 2, "fit"), ("mobilenetv2", "core50", 4, "fit")])
+def test_live_l2_tensors_never_overlap(net, dataset, layer_id, placement):
+    plan = runner.plan_of(runner.Point(net, dataset, layer_id, 0.7, "paper", placement))
+    life = memplan.lifetimes(plan.step)
+    homes = [h for h in plan.homes.values() if h.memory == "l2"]
+    for i, a in enumerate(homes):
+        la = life.get(a.tensor, [(0, len(plan.step.sequence()) - 1)])
+        for b in homes[i + 1:]:
+            lb = life.get(b.tensor, [(0, len(plan.step.sequence()) - 1)])
+            if memplan.overlaps(la, lb):
+                assert a.offset + a.nbytes <= b.offset or b.offset + b.nbytes <= a.offset, (a, b)
+    assert plan.arena <= plan.budget
+
+
+def test_per_chunk_tensors_reuse_bytes_across_chunks():
+    step = _step("phinet", "cifar10", 2, n_f=4, n_t=8)
+    life = memplan.lifetimes(step)
+    assert len(life["act:B8.expand"]) == 2       # alive once in each of the 2 tail chunks
+    assert len(life["act:stem.pw"]) == 3         # ... and in each of the 3 frozen chunks
+    assert len(life["xs:B8.expand"]) == 1        # stored for the whole batch
+
+
+def test_method_placement_and_spill_order():
+    plat = platmod.load("paper")
+    step = _step("mobilenetv2", "cifar10", 4)
+    method = memplan.plan_step(step, plat, "method")
+    for name, h in method.homes.items():
+        t = step.tensors.get(name)
+        if t is None:
+            continue
+        trained = t.layer in {lay.name for lay in step.cut.trainable_layers}
+        if t.role in ("stored", "stash", "grad_w", "grad_b") or (t.role in ("weight", "bias") and trained):
+            assert h.memory == "hyperram", name
+        if t.role in ("weight", "bias") and not trained:
+            assert h.memory == "flash", name
+        if t.role in ("act", "grad"):
+            assert h.memory == "l2", name
+    # with little L2 the frozen weights leave first, then gradients, then the trained weights
+    fit = memplan.plan_step(step, plat, "fit", budget=900_000)
+    ext = {step.tensors[h.tensor].role for h in fit.external if h.tensor in step.tensors}
+    assert all(h.memory == "l2" for n, h in fit.homes.items() if n in step.tensors and step.tensors[n].role == "act")
+    assert "weight" in ext
+    assert fit.arena <= 900_000
+
+
+def test_memory_plan_command(capsys):
+    from harness.cli import main
+    assert main(["memory", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "2", "--p", "0.7",
+                 "--platform", "paper", "--plan", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["chunk_tail"] == 16 and doc["l2_peak_bytes"] <= doc["l2_budget_bytes"]
+    assert {r["tensor"] for r in doc["tensors"]} >= {"w:B8.expand", "xs:B8.expand", "act:B8.expand"}
+    assert any("se_scale" in n for n in doc["fusion_notes"])
+    assert main(["memory", "--net", "phinet", "--dataset", "cifar10", "--cut", "B8.dw", "--plan"]) == 2
+    assert "--plan needs --layer-id" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- stage programs
+
+def _job(pt, stage, variant=""):
+    plan, jobs = runner.stage_jobs(pt)
+    return next(j for j in jobs if j.stage == stage and j.variant == variant)
+
+
+@needs_clang
+@pytest.mark.parametrize("stage", ["B8.expand.fw", "B8.dw.fw", "B8.se_scale.bw", "B8.dw.wg", "classifier.fw",
+                                   "B8.project.ig", "B8.se_expand.wg", "B8.expand.update"])
+def test_stage_programs_match_numpy(stage):
+    row = _job(runner.Point("phinet", "cifar10", 2, 0.7, "paper"), stage).run()
+    assert row["ok"], row["outputs"]
+    assert row["cycles"] > 0 and row["compute_cycles"] > 0
+
+
+@needs_clang
+def test_streaming_from_external_memory():
+    """A step whose tensors do not fit L2 streams them: uDMA into L2 slabs, cluster DMA into L1."""
+    pt = runner.Point("mobilenetv2", "cifar10", 4, 0.7, "paper", "method")
+    for stage in ("B17.expand.fw", "B17.expand.wg", "head.conv.ig", "B17.dw.wg", "head.conv.update"):
+        job = _job(pt, stage)
+        plan, local, st, prog = job.program()
+        assert any(h.memory == "hyperram" for h in local.homes.values())
+        row = job.run()
+        assert row["ok"], (stage, row["outputs"])
+        assert row["ext_wait_cycles"] > 0, stage
+
+
+@needs_clang
+def test_a_tensor_larger_than_l2_streams():
+    """With an L2 budget below an activation's size, it lives in HyperRAM and the stages stream it."""
+    pt = runner.Point("phinet", "cifar10", 2, 0.7, "paper")
+    plan = runner.plan_of(pt)
+    step = plan.step
+    big = "act:B8.expand"
+    small = memplan.plan_step(step, plan.platform, "fit", budget=step.tensors[big].nbytes(step) // 2)
+    assert small.home(big).memory == "hyperram"
+    for name in ("B8.expand.fw", "B8.dw.fw"):
+        st = step.stage(name)
+        local = runner.local_plan(small, st, "")
+        prog = progmod.stage_program(Gen(local, plan.platform), st)
+        row = runner.run_stage_program(local, st, "", prog, name)
+        assert row["ok"], row["outputs"]
+        assert row["ext_wait_cycles"] > 0
+
+
+@needs_clang
+def test_fused_activation_equals_the_unfused_pair():
+    """ReLU6 in the epilogue gives the same bits as the layer alone followed by ReLU6."""
+    pt = runner.Point("mobilenetv2", "cifar10", 4, 0.7, "paper")
+    plan = runner.plan_of(pt)
+    step = plan.step
+    st = step.stage("B17.expand.fw")
+    bare = copy.copy(st)
+    bare.__dict__.update(attrs={**st.attrs, "act": "none"}, outs={"y": st.outs["y"]})
+    outs = {}
+    for s_ in (st, bare):
+        local = runner.local_plan(plan, s_, "")
+        prog = progmod.stage_program(Gen(local, plan.platform), s_)
+        ins, o = runner.stage_tensors(step, s_, "")
+        env = runner.random_env(step, ins, np.random.default_rng(3))
+        _, mem = runner.execute(prog, local, env, ins, o, s_.name)
+        t = step.tensors[st.outs["y"]]
+        outs[s_ is st] = np.frombuffer(mem[st.outs["y"]], dtype=np.float16).reshape(-1, t.pitch)[:, : t.cols]
+    fused, unfused = outs[True].astype(np.float64), outs[False].astype(np.float64)
+    assert np.array_equal(fused, np.clip(unfused, 0.0, 6.0))
+    assert (unfused < 0).any() and (unfused > 0).any()
+
+
+@needs_clang
+def test_batching_loads_each_weight_tile_once():
+    """A forward stage over 16 samples moves the weights once: its DMA bytes exceed the 1-sample stage's
+    by the activations of 15 samples only."""
+    base = runner.Point("mobilenetv2", "cifar10", 4, 1.0, "paper")
+    rows = {}
+    for n in (1, 16):
+        plan = runner.plan_of(base, 1, n)
+        st = plan.step.stage("head.conv.fw")
+        local = runner.local_plan(plan, st, "")
+        prog = progmod.stage_program(Gen(local, plan.platform), st)
+        rows[n] = runner.run_stage_program(local, st, "", prog, st.name)
+    dma = {n: next(d["bytes"] for d in r["dmas"] if d["name"] == "cluster_dma") for n, r in rows.items()}
+    per_sample = dma[16] - dma[1]
+    w_bytes = 1280 * 240 * 2
+    assert dma[1] > w_bytes and per_sample < 15 * 8 * 1024 and per_sample < w_bytes
+    assert rows[16]["cycles"] < 6 * rows[1]["cycles"]
+
+
+# ---------------------------------------------------------------- whole steps
+
+@needs_clang
+@pytest.mark.parametrize("net,layer_id", [("phinet", 2), ("mobilenetv2", 4)])
+def test_whole_training_step_is_one_checked_program(net, layer_id):
+    from harness.commands.deploy import compare
+    doc = compare(runner.Point(net, "cifar10", layer_id, 0.7, "paper"), progress=False)
+    assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
+    assert len(doc["checks"]) >= 20
+    assert abs(doc["difference"]) <= 0.03, doc["phases"]
+
+
+def test_stage_job_names_are_content_addressed():
+    """The same stage of two cuts is one program (cached once); different partialities are not."""
+    a = {j.stage: j.name for j in runner.stage_jobs(runner.Point("phinet", "cifar10", 1, 0.7, "paper"))[1]}
+    b = {j.stage: j.name for j in runner.stage_jobs(runner.Point("phinet", "cifar10", 1, 0.8, "paper"))[1]}
+    assert a["stem.dw.frozen"] == b["stem.dw.frozen"]
+    assert a["classifier.wg"] == b["classifier.wg"]   # the classifier is always trained fully
+    c = {j.stage: j.name for j in runner.stage_jobs(runner.Point("phinet", "cifar10", 2, 0.8, "paper"))[1]}
+    d = {j.stage: j.name for j in runner.stage_jobs(runner.Point("phinet", "cifar10", 2, 0.7, "paper"))[1]}
+    assert c["B8.expand.wg"] != d["B8.expand.wg"]
+
+
+def test_bad_deploy_input_is_one_line(capsys):
+    from harness.cli import main
+    assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "99"]) == 2
+    assert "layer_id must be" in capsys.readouterr().err
+    assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "1", "--p", "1.5"]) == 2
+    assert "--p must be in (0, 1]" in capsys.readouterr().err
