@@ -28,13 +28,15 @@ TINY_CL = '{ new_per_task = 25, replays = 8, batch = 4, batch_replay = 1, epochs
 STEP_CYCLES = {"fw": 100, "wg": 200, "ig": 300, "update": 50}
 
 
-def tiny_experiment(tmp_path: Path, layer_ids="[1, 2]", p="[1.0]", platforms='["paper"]', name="tiny") -> Path:
+def tiny_experiment(tmp_path: Path, layer_ids="[1, 2]", p="[1.0]", platforms='["paper"]', name="tiny",
+                    deployment="isolated") -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(f"""
 [experiment]
 description = "tiny PhiNet"
 kind = "latency"
 platforms = {platforms}
+deployment = "{deployment}"
 
 [[sweep]]
 net = "phinet"
@@ -88,14 +90,22 @@ def fake_kernels(monkeypatch):
 
 # ---- loading and expansion ----
 
+def isolated(name: str):
+    return specmod.load(name).with_deployment("isolated")
+
+
 def test_shipped_experiments_load_and_expand():
     assert {"table2", "fig4", "kernels", "regress"} <= set(specmod.available())
     t2 = planmod.expand(specmod.load("table2"))
-    assert t2.experiment.platforms == ("paper",)
-    assert len(t2.points) == 2 * 2 * 2 * 3              # nets x datasets x layer_ids x p
-    assert {(pt.net, pt.layer_id) for pt in t2.points} == {("phinet", 1), ("phinet", 9), ("mobilenetv2", 1),
-                                                           ("mobilenetv2", 5)}
-    f4 = planmod.expand(specmod.load("fig4"))
+    assert t2.experiment.platforms == ("paper",) and t2.experiment.deployment == "deployed"
+    assert len(t2.points) == 2 * 2 * 2 * 3 * 2          # nets x datasets x layer_ids x p x placements
+    # the paper's Table 2 rows: PhiNet classifier only and from the second-to-last layer, MobileNetV2 classifier
+    # only and from the 4th layer before the classifier
+    assert {(pt.net, pt.layer_id) for pt in t2.points} == {("phinet", 1), ("phinet", 2), ("mobilenetv2", 1),
+                                                           ("mobilenetv2", 4)}
+    assert {pt.placement for pt in t2.points} == {"fit", "method"}
+    assert all(pt.jobs for pt in t2.points) and len(t2.specs) < sum(len(pt.jobs) for pt in t2.points)
+    f4 = planmod.expand(isolated("fig4"))
     assert len(f4.points) == (9 + 5) * 2 * 5
     assert sorted({pt.p for pt in f4.points}) == [0.6, 0.7, 0.8, 0.9, 1.0]
     k = planmod.expand(specmod.load("kernels"))
@@ -105,7 +115,7 @@ def test_shipped_experiments_load_and_expand():
 
 
 def test_expansion_is_deduplicated():
-    plan = planmod.expand(specmod.load("table2"))
+    plan = planmod.expand(isolated("table2"))
     uses = [sp for pt in plan.points for u in pt.uses for sp in u.specs]
     assert len(plan.specs) == len({sp.name for sp in uses}) < len(uses)
     # a frozen layer's forward is one kernel whatever p the trained part uses
@@ -130,7 +140,7 @@ def test_kernels_for_follows_the_schedule():
 
 def test_every_use_has_a_schedule_count():
     from harness.schedule import task_schedule
-    for pt in planmod.expand(specmod.load("table2")).points:
+    for pt in planmod.expand(isolated("table2")).points:
         counts = {(k.name, k.step): k.count for k in task_schedule(pt.cut, pt.params).counts}
         for u in pt.uses:
             assert counts[u.count_of] > 0, (pt.net, pt.layer_id, u.name, u.step)
@@ -139,7 +149,7 @@ def test_every_use_has_a_schedule_count():
 
 def test_kernel_macs_equal_cost_model_macs():
     from harness.costmodel import training_cost
-    for pt in planmod.expand(specmod.load("table2")).points:
+    for pt in planmod.expand(isolated("table2")).points:
         model = {c.layer.name: c for c in training_cost(pt.cut, pt.p).layers}
         for u in pt.uses:
             if not u.weight_layer:
@@ -462,6 +472,34 @@ def test_real_kernels_end_to_end(tmp_path, capsys):
     res = pipeline.run_experiment(str(path), results=results, progress=False)
     assert res.outcome.ran == 0 and res.outcome.cached == len(kern)
     assert (results / "tiny" / "latency.csv").read_text() == before
+
+
+@needs_clang
+def test_real_deployed_steps_end_to_end(tmp_path, capsys):
+    path = tiny_experiment(tmp_path, layer_ids="[1, 2]", p="[0.7]", name="table2", deployment="deployed")
+    results = tmp_path / "r"
+    assert main(["experiment", str(path), "--results", str(results), "--jobs", "2"]) == 0
+    lat = pd.read_csv(results / "table2" / "latency.csv")
+    assert list(lat.deployment) == ["deployed", "deployed"] and list(lat.placement) == ["fit", "fit"]
+    for r in lat.itertuples():
+        assert r.total_task_s == pytest.approx(r.fw_task_s + r.update_task_s)
+        assert r.fw_task_s == pytest.approx(r.fw_frozen_task_s + r.latents_task_s + r.fw_tail_task_s)
+        parts = r.compute_task_s + r.dma_wait_task_s + r.ext_wait_task_s + r.overhead_task_s
+        assert parts == pytest.approx(r.total_task_s)
+        assert r.bw_mac_per_cycle == pytest.approx(r.batch * r.bw_macs_per_sample / r.bw_cycles_per_batch, abs=1e-4)
+    kern = pd.read_csv(results / "table2" / "kernels.csv")
+    assert kern.ok.all() and kern.stage.str.len().gt(0).all()
+    layers = pd.read_csv(results / "table2" / "layers.csv")
+    row = layers[(layers.layer_id == 2) & (layers.name == "classifier.wg")].iloc[0]
+    assert row.cycles == kern.set_index("kernel").loc[row.kernel, "cycles"]
+    assert (layers.groupby("layer_id").task_s.sum() / lat.set_index("layer_id").total_task_s).round(6).eq(1).all()
+    meta = json.loads((results / "table2" / "meta.json").read_text())
+    assert meta["deployment"] == "deployed" and meta["placements"] == ["fit"]
+    res = pipeline.run_experiment(str(path), results=results, progress=False)
+    assert res.outcome.ran == 0
+    from harness.experiments import report
+    page, n = report.build(results, tmp_path / "out")
+    assert 'id="fig-breakdown-paper-' in page.read_text() and n >= 2
 
 
 # ---- report ----

@@ -159,13 +159,17 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
 
 def job_rows(jobs: dict, outcome) -> list[dict]:
     """kernels.csv of a deployed experiment: one row per stage program."""
+    from harness.experiments.tables import peak_mac_per_cycle
     out = []
+    peaks = {}
     for name, job in jobs.items():
         r = outcome.rows.get(name)
         if r is None:
             continue
         prov = outcome.provenance.get(name, {})
+        peak = peaks.setdefault(job.platform, peak_mac_per_cycle(job.platform))
         out.append({"kernel": name, "platform": job.platform, "stage": r["stage"], "variant": r["variant"],
+                    "peak_mac_per_cycle": peak,
                     "kind": r["kind"], "macs": r["macs"], "cycles": r["cycles"], "compute_cycles": r["compute_cycles"],
                     "dma_wait_cycles": r["dma_wait_cycles"], "ext_wait_cycles": r["ext_wait_cycles"],
                     "overhead_cycles": r["overhead_cycles"], "mac_per_cycle": r["mac_per_cycle"],

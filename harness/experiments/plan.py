@@ -61,7 +61,8 @@ def kernels_for(cut: Cut, p: float, platform: str) -> list[KernelUse]:
     Frozen weight layers run the dense forward kernel (frozen placement); trained ones run fw, wg,
     ig (unless they read only the latent) and update at (p_in, p_out) = harness.costmodel.layer_p
     (the classifier at 1). Ops come from op_specs/loss_spec when harness.kernels.layers has them."""
-    op_specs, loss_spec = klayers.op_specs, klayers.loss_spec
+    op_specs = getattr(klayers, "op_specs", None)
+    loss_spec = getattr(klayers, "loss_spec", None)
     net = cut.network
     trained = {id(op) for op in cut.trainable_ops}
     uses: list[KernelUse] = []

@@ -26,6 +26,7 @@ import pandas as pd
 
 from harness.errors import UserError
 from harness.experiments.cache import write_atomic
+from harness.experiments.tables import peak_mac_per_cycle
 
 LATENCY_SOURCES = ("fig4", "table2")
 KERNEL_SOURCES = ("kernels", "table2", "fig4")
@@ -150,8 +151,8 @@ def fig_accuracy(lat: pd.DataFrame, acc: pd.DataFrame, platform: str):
 
 def fig_kernel_efficiency(kern: pd.DataFrame, platform: str):
     df = kern[(kern.platform == platform) & (kern.macs > 0)].sort_values(["kind", "kernel"])
-    if df.empty:
-        return None
+    if df.empty or "peak_mac_per_cycle" not in df.columns or "stage" in df.columns:
+        return None   # stage programs of deployed steps are shown per layer (fig_breakdown_deployed)
     plt = _plt()
     peak = float(df.peak_mac_per_cycle.iloc[0])
     from matplotlib.patches import Patch
@@ -217,6 +218,34 @@ def fig_breakdown(rows: pd.DataFrame, title: str):
     for ax in (a1, a2, a3):
         ax.grid(axis="y", alpha=0.3)
     a1.set_title(title)
+    return fig
+
+
+def fig_breakdown_deployed(rows: pd.DataFrame, title: str):
+    """Deployed steps: where a task's time goes, per trained layer (its forward, backward and update
+    stages, fused work included): compute, cluster-DMA wait, external-memory wait, overhead."""
+    plt = _plt()
+    trained = rows[rows.group.isin(("fw_tail", "wg", "ig", "ops_bw", "sgd"))].copy()
+    if trained.empty:
+        return None
+    trained["layer"] = [n if n.count(".") == 0 else n.rsplit(".", 1)[0] for n in trained.name]
+    order = list(dict.fromkeys(trained.layer))
+    clock = (trained.task_cycles / trained.task_s.where(trained.task_s > 0)).dropna()
+    hz = float(clock.iloc[0]) if len(clock) else 1.0
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.35 * len(order) + 2), 4.5), layout="constrained")
+    x = range(len(order))
+    bottom = [0.0] * len(order)
+    for col, label, c in (("compute_cycles", "compute", "tab:blue"), ("dma_wait_cycles", "cluster-DMA wait", "tab:red"),
+                          ("ext_wait_cycles", "external memory", "tab:purple"), ("overhead_cycles", "overhead",
+                                                                                   "tab:gray")):
+        per = (trained[col] * trained["count"]).groupby(trained.layer, sort=False).sum().reindex(order) / hz
+        ax.bar(list(x), per, bottom=bottom, label=label, color=c)
+        bottom = [b + v for b, v in zip(bottom, per)]
+    ax.set_ylabel("seconds per task")
+    ax.set_xticks(list(x), order, rotation=70, fontsize=7)
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title)
     return fig
 
 
@@ -296,9 +325,10 @@ def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Pa
         raise UserError(f"no results under {results} to report on; run 'make table2', 'make fig4' or 'make kernels' first")
 
     if table2 is not None:
-        cols = ["platform", "net", "dataset", "layer_id", "p", "M_MB", "S_replay_MB", "bw_ms", "fw_task_s",
-                "update_task_s", "total_task_s"]
-        html = table2[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+        cols = ["platform", "net", "dataset", "layer_id", "p", "deployment", "placement", "M_MB", "S_replay_MB",
+                "bw_ms", "bw_mac_per_cycle", "fw_task_s", "update_task_s", "total_task_s"]
+        html = table2[[c for c in cols if c in table2.columns]].to_html(index=False, float_format=lambda v: f"{v:.3f}",
+                                                                       border=0)
         sections.append({"id": "table2", "title": "Table 2: memory and latency", "table": html, "figures": [],
                          "text": "M and S_replay in MB (10^6 bytes); bw per sample in ms; fw, update and total per "
                                  "CL task in s at the platform clock (docs/experiments.md defines each column)."})
@@ -327,8 +357,18 @@ def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Pa
         sections.append({"id": "kernels", "title": "Kernel efficiency", "figures": figs})
     if layers is not None:
         figs = []
+        deployed = "group" in layers.columns and "ext_wait_cycles" in layers.columns
+        if deployed and "placement" in layers.columns:
+            layers = layers[layers.placement == layers.placement.iloc[0]]
         for (plat, net, ds), g in _deepest_dense(layers).groupby(["platform", "net", "dataset"], sort=True):
             lid, p = g.layer_id.iloc[0], g.p.iloc[0]
+            if deployed:
+                _fig(figs, fig_breakdown_deployed(g, f"{net}, {ds} on {plat}: layer_id {lid}, p = {p:g}, per task"),
+                     f"fig-breakdown-{plat}-{net}-{ds}",
+                     "Per trained layer, the seconds of one CL task its stages take (forward with its fused work, "
+                     "weight and input gradients, its share of the backward ops, the update), split into compute, "
+                     "cluster-DMA wait, external-memory wait and overhead.")
+                continue
             _fig(figs, fig_breakdown(g, f"{net}, {ds} on {plat}: layer_id {lid}, p = {p:g}, per sample"),
                  f"fig-breakdown-{plat}-{net}-{ds}",
                  "Per trained layer, one sample's fw + wg + ig: cycles split into compute, DMA wait and overhead; "
@@ -337,7 +377,8 @@ def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Pa
         figs = []
         for plat in sorted(layers.platform.unique()):
             peak = float(kern[kern.platform == plat].peak_mac_per_cycle.iloc[0]) \
-                if kern is not None and (kern.platform == plat).any() else 16.0
+                if kern is not None and "peak_mac_per_cycle" in kern.columns and (kern.platform == plat).any() \
+                else peak_mac_per_cycle(plat)
             _fig(figs, fig_model_vs_measured(layers, plat, peak), f"fig-model-{plat}",
                  "The cost model's MACs of each layer step against the cycles measured for its kernel; "
                  "black lines: constant MAC/cycle (the solid one is the platform's limit).")
