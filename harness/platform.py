@@ -22,55 +22,73 @@ _INT = "int"
 _NUM = "number"
 _STR = "str"
 _BOOL = "bool"
+_WINDOW = "window"
+
+# Who reads a key. SIM: the simulator (Platform.sim_config passes it, and the simulator refuses a key
+# it does not read). Any other reader is the module that reads it, which tests/test_platform.py checks.
+SIM = "sim"
+TOOLCHAIN = "harness/toolchain.py"
+RUNTIME = "harness/runtime.py"
+TABLES = "harness/experiments/tables.py"
+GVSOC = "harness/backends/gvsoc.py"
+DOCTOR = "harness/commands/doctor.py"
 
 
 def _choice(*values):
     return ("choice", values)
 
 
-# section -> field -> (type, required). Sections marked list are arrays of tables.
+def _timing_schema() -> dict:
+    from harness.isa.model import timing_table
+
+    return {k.name: (_choice(*k.choice) if k.choice else ("min", k.min), SIM) for k in timing_table().keys.values()}
+
+
+# section -> field -> (type, reader); every field is required. [timing] has the keys of isa/timing.toml.
 SCHEMA: dict[str, dict[str, Any]] = {
-    "platform": {"name": (_STR, True), "description": (_STR, True), "models": (_STR, True),
-                 "clock_hz": (_INT, True)},
-    "isa": {"march": (_STR, True), "mabi": (_STR, True),
-            "fp_regfile": (_choice("integer", "separate"), True),
-            "xpulp": (_BOOL, True), "fp16_simd": (_BOOL, True)},
-    "fc": {"cluster_id": (_INT, True), "core_id": (_INT, True), "fetch_latency": (_INT, True),
-           "icache_ctrl": (_INT, True), "icache_size": (_INT, True), "icache_ways": (_INT, True),
-           "icache_miss_latency": (_INT, True), "stack_size": (_INT, True)},
-    "cluster": {"cores": (_INT, True), "hartid_cluster": (_INT, True), "fpus": (_INT, True),
-                "fpu_sharing": (_choice("shared", "private"), True), "div_units": (_INT, True),
-                "tcdm_conflicts": (_BOOL, True), "fetch_latency": (_INT, True),
-                "icache_l0_size": (_INT, True), "icache_l0_ways": (_INT, True),
-                "icache_l0_latency": (_INT, True), "icache_l1_size": (_INT, True),
-                "icache_l1_ways": (_INT, True), "icache_miss_latency": (_INT, True),
-                "stack_size": (_INT, True)},
-    "bus": {"fc_apb": (_INT, True), "fc_cluster_periph": (_INT, True), "cluster_periph": (_INT, True),
-            "cluster_demux": (_INT, True), "cluster_apb": (_INT, True)},
-    "timing": {"branch_taken": (_INT, True), "jump": (_INT, True), "load_use": (_INT, True),
-               "mul": (_INT, True), "mulh": (_INT, True), "div": (_choice("clz"), True),
-               "fpu": (_INT, True), "fdiv_s": (_INT, True), "fdiv_h": (_INT, True),
-               "misaligned": (_choice("extra_access", "extra_cycle"), True),
-               "hwloop_overhead": (_INT, True), "elw_overhead": (_INT, True), "eu_wakeup": (_INT, True),
-               "eu_lw_extra": (_INT, True)},
-    "peripherals": {k: (_INT, True) for k in (
-        "stdout", "soc_ctrl", "fc_timer", "udma", "soc_eu", "fc_itc", "cluster_ctrl", "cluster_timer",
-        "event_unit", "cluster_icache_ctrl", "dma", "eu_demux", "dma_demux")},
-    "dma": {"bytes_per_cycle": (_INT, True), "l1_to_l2_burst": (_INT, True), "issue_cycles": (_INT, True),
-            "udma_read_cycles_per_byte": (_NUM, True)},
+    "platform": {"name": (_STR, "harness/platform.py"), "description": (_STR, DOCTOR), "models": (_STR, GVSOC),
+                 "clock_hz": (_INT, TABLES)},
+    "isa": {"march": (_STR, TOOLCHAIN), "mabi": (_STR, TOOLCHAIN),
+            "fp_regfile": (_choice("integer", "separate"), SIM),
+            "xpulp": (_BOOL, SIM), "fp16_simd": (_BOOL, SIM)},
+    "fc": {"cluster_id": (_INT, SIM), "core_id": (_INT, SIM), "fetch_line": (_INT, SIM), "fetch_latency": (_INT, SIM),
+           "icache_size": (_INT, SIM), "icache_ways": (_INT, SIM), "icache_miss_latency": (_INT, SIM),
+           "stack_size": (_INT, RUNTIME)},
+    "cluster": {"cores": (_INT, SIM), "hartid_cluster": (_INT, SIM), "fpus": (_INT, SIM), "div_units": (_INT, SIM),
+                "tcdm_conflicts": (_BOOL, SIM), "space_size": (_INT, SIM), "fetch_line": (_INT, SIM),
+                "fetch_latency": (_INT, SIM), "icache_l0_size": (_INT, SIM), "icache_l0_ways": (_INT, SIM),
+                "icache_l0_latency": (_INT, SIM), "icache_l1_size": (_INT, SIM), "icache_l1_ways": (_INT, SIM),
+                "icache_miss_latency": (_INT, SIM), "stack_size": (_INT, RUNTIME)},
+    "bus": {k: (_INT, SIM) for k in ("fc_apb", "fc_cluster_periph", "cluster_periph", "cluster_demux", "cluster_apb")},
+    "timing": {},
+    "peripherals": {},
+    "dma": {"bytes_per_cycle": (_INT, SIM), "l1_to_l2_burst": (_INT, SIM), "issue_cycles": (_INT, SIM)},
     "differences": {},
 }
+# Windows the simulator and the runtime use by name; a platform may list more (quiet windows).
+PERIPHERALS = ("soc_apb", "udma", "soc_ctrl", "soc_eu", "fc_icache_ctrl", "fc_timer", "stdout", "cluster_periph",
+               "cluster_ctrl", "cluster_timer", "event_unit", "cluster_icache_ctrl", "dma", "eu_demux", "dma_demux")
 MEMORY_SCHEMA = {
-    "l2": {"name": (_STR, True), "kind": (_STR, True), "base": (_INT, True), "size": (_INT, True),
-           "fc_latency": (_INT, True), "cluster_latency": (_INT, True)},
-    "l1": {"name": (_STR, True), "kind": (_STR, True), "base": (_INT, True), "size": (_INT, True),
-           "banks": (_INT, True), "bank_width": (_INT, True), "fc_latency": (_INT, True),
-           "cluster_latency": (_INT, True)},
-    "external": {"name": (_STR, True), "kind": (_STR, True), "size": (_INT, True),
-                 "read_cycles_per_byte": (_NUM, True), "write_cycles_per_byte": (_NUM, True),
-                 "read_setup_cycles": (_INT, True), "write_setup_cycles": (_INT, True)},
+    "l2": {"name": (_STR, SIM), "kind": (_STR, SIM), "base": (_INT, SIM), "size": (_INT, SIM),
+           "fc_alias_size": (_INT, SIM), "fc_latency": (_INT, SIM), "cluster_latency": (_INT, SIM)},
+    "l1": {"name": (_STR, SIM), "kind": (_STR, SIM), "base": (_INT, SIM), "size": (_INT, SIM),
+           "banks": (_INT, SIM), "bank_width": (_INT, SIM), "tas_offset": (_INT, SIM), "fc_latency": (_INT, SIM),
+           "cluster_latency": (_INT, SIM)},
+    "external": {"name": (_STR, SIM), "kind": (_STR, SIM), "size": (_INT, SIM),
+                 "read_cycles_per_byte": (_NUM, SIM), "write_cycles_per_byte": (_NUM, SIM),
+                 "read_setup_cycles": (_INT, SIM), "write_setup_cycles": (_INT, SIM)},
 }
 REQUIRED_MEMORIES = ("l2", "l1", "hyperram", "flash")
+# Sections a platform file does not take from the one it inherits: what it is, and how the
+# simulator departs from what it models.
+NOT_INHERITED = ("differences",)
+
+
+def schema() -> dict:
+    """SCHEMA with the [timing] keys of isa/timing.toml filled in."""
+    out = dict(SCHEMA)
+    out["timing"] = _timing_schema()
+    return out
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,7 @@ class Platform:
     sha256: str
     raw: dict
     memories: dict
+    chain: tuple = ()      # the files it was resolved from, itself first
 
     def __getattr__(self, item):
         raw = self.__dict__["raw"]
@@ -119,23 +138,40 @@ class Platform:
     def memory(self, name: str) -> Memory:
         return self.memories[name]
 
+    def peripheral(self, name: str) -> tuple[int, int]:
+        w = self.raw["peripherals"][name]
+        return w["base"], w["size"]
+
     def sim_config(self) -> dict:
-        """Flat dict of every number the C++ simulator needs (keys are 'section.field')."""
+        """Flat dict of every key the simulator reads ('section.field'); it refuses any other."""
         flat = {}
-        for sec, fields in self.raw.items():
-            if sec in ("differences", "memory"):
-                continue
-            for k, v in fields.items():
-                if isinstance(v, (bool, int, float)):
-                    flat[f"{sec}.{k}"] = float(v) if isinstance(v, float) else int(v)
-        flat["isa.fp_separate"] = int(self.raw["isa"]["fp_regfile"] == "separate")
-        flat["timing.misaligned_extra_access"] = int(self.raw["timing"]["misaligned"] == "extra_access")
-        flat["cluster.fpu_shared"] = int(self.raw["cluster"]["fpu_sharing"] == "shared")
+        for sec, fields in schema().items():
+            for k, (kind, reader) in fields.items():
+                if reader != SIM:
+                    continue
+                v = self.raw[sec][k]
+                if isinstance(kind, tuple) and kind[0] == "choice":
+                    v = kind[1].index(v)
+                flat[f"{sec}.{k}"] = float(v) if isinstance(v, float) else int(v)
+        # the register file is a choice of two; the simulator asks whether FP registers are separate
+        flat["isa.fp_regfile"] = int(self.raw["isa"]["fp_regfile"] == "separate")
+        for name, w in self.raw["peripherals"].items():
+            flat[f"peripherals.{name}.base"] = w["base"]
+            flat[f"peripherals.{name}.size"] = w["size"]
         for m in self.memories.values():
             for k, v in m.fields.items():
                 if isinstance(v, (bool, int, float)):
                     flat[f"mem.{m.name}.{k}"] = float(v) if isinstance(v, float) else int(v)
         return flat
+
+    def resolved_toml(self) -> str:
+        """The platform as one file, inheritance resolved: the inherited file's text with this file's
+        values and comments laid over it."""
+        text = _resolved_document(self.chain).as_string()
+        if len(self.chain) > 1:
+            names = " <- ".join(Path(p).name for p in self.chain)
+            text = f"# {names}: resolved; pulp-odl reads exactly this.\n{text}"
+        return text
 
 
 def _check(path: Path, where: str, key: str, value, kind) -> None:
@@ -143,6 +179,18 @@ def _check(path: Path, where: str, key: str, value, kind) -> None:
     if isinstance(kind, tuple) and kind[0] == "choice":
         if value not in kind[1]:
             raise UserError(f"{loc}: must be one of {', '.join(map(str, kind[1]))}, got {value!r}")
+        return
+    if isinstance(kind, tuple) and kind[0] == "min":
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= kind[1]):
+            raise UserError(f"{loc}: must be an integer of at least {kind[1]}, got {value!r}")
+        return
+    if kind == _WINDOW:
+        if not isinstance(value, dict) or set(value) != {"base", "size"}:
+            raise UserError(f"{loc}: must be {{ base = ..., size = ... }}, got {value!r}")
+        for k in ("base", "size"):
+            _check(path, where, f"{key}.{k}", value[k], _INT)
+        if value["size"] == 0 or value["base"] + value["size"] > 1 << 32:
+            raise UserError(f"{loc}: the window must be non-empty and inside the 32-bit address space")
         return
     ok = {
         _INT: isinstance(value, int) and not isinstance(value, bool) and value >= 0,
@@ -156,9 +204,15 @@ def _check(path: Path, where: str, key: str, value, kind) -> None:
         raise UserError(f"{loc}: must be {wanted}, got {value!r}")
 
 
+def _power_of_two(path: Path, where: str, key: str, value: int) -> None:
+    if value < 1 or value & (value - 1):
+        raise UserError(f"{path}: [{where}] {key}: must be a power of two, got {value}")
+
+
 def _validate(path: Path, raw: dict) -> dict:
     out = {}
-    for sec, fields in SCHEMA.items():
+    sch = schema()
+    for sec, fields in sch.items():
         if sec not in raw:
             if sec == "differences":
                 out[sec] = Section()
@@ -170,43 +224,52 @@ def _validate(path: Path, raw: dict) -> dict:
         if sec == "differences":
             out[sec] = Section(table)
             continue
-        for key, (kind, required) in fields.items():
+        if sec == "peripherals":
+            for key, value in table.items():
+                _check(path, sec, key, value, _WINDOW)
+            missing = [k for k in PERIPHERALS if k not in table]
+            if missing:
+                raise UserError(f"{path}: [peripherals] missing window '{missing[0]}'")
+            out[sec] = Section({k: dict(v) for k, v in table.items()})
+            continue
+        for key, (kind, _reader) in fields.items():
             if key not in table:
-                if required:
-                    raise UserError(f"{path}: [{sec}] missing field '{key}'")
-                continue
+                raise UserError(f"{path}: [{sec}] missing field '{key}'")
             _check(path, sec, key, table[key], kind)
-        unknown = set(table) - set(fields)
+        unknown = set(table) - set(fields) - ({"inherits"} if sec == "platform" else set())
         if unknown:
-            raise UserError(f"{path}: [{sec}] unknown field '{sorted(unknown)[0]}'")
+            raise UserError(f"{path}: [{sec}] unknown field '{sorted(unknown)[0]}' (nothing reads it)")
         out[sec] = Section(table)
-    unknown_secs = set(raw) - set(SCHEMA) - {"memory"}
+    unknown_secs = set(raw) - set(sch) - {"memory"}
     if unknown_secs:
         raise UserError(f"{path}: unknown section [{sorted(unknown_secs)[0]}]")
     c = out["cluster"]
     if not 1 <= c["cores"] <= 16:
         raise UserError(f"{path}: [cluster] cores: must be between 1 and 16, got {c['cores']}")
-    if c["fpus"] < 1:
-        raise UserError(f"{path}: [cluster] fpus: must be at least 1")
-    if c["fpu_sharing"] == "private" and c["fpus"] != c["cores"]:
-        raise UserError(f"{path}: [cluster] fpus: a private FPU per core needs fpus = cores ({c['cores']})")
+    for key in ("fpus", "div_units"):
+        if not 1 <= c[key] <= c["cores"]:
+            raise UserError(f"{path}: [cluster] {key}: must be between 1 and cores ({c['cores']}), got {c[key]}")
+    for sec in ("fc", "cluster"):
+        _power_of_two(path, sec, "fetch_line", out[sec]["fetch_line"])
+        if out[sec]["fetch_line"] < 4:
+            raise UserError(f"{path}: [{sec}] fetch_line: at least one 32-bit instruction (4 bytes)")
     return out
 
 
-def _memories(path: Path, raw: dict) -> dict:
+def _memories(path: Path, raw: dict, cluster: dict) -> dict:
     mems = {}
     for i, m in enumerate(raw.get("memory", [])):
         kind = m.get("kind")
         if kind not in MEMORY_SCHEMA:
             raise UserError(f"{path}: [[memory]] #{i + 1} kind: must be one of {', '.join(MEMORY_SCHEMA)}, got {kind!r}")
         where = f"memory {m.get('name', '#' + str(i + 1))}"
-        for key, (typ, required) in MEMORY_SCHEMA[kind].items():
+        for key, (typ, _reader) in MEMORY_SCHEMA[kind].items():
             if key not in m:
                 raise UserError(f"{path}: [{where}] missing field '{key}'")
             _check(path, where, key, m[key], typ)
         unknown = set(m) - set(MEMORY_SCHEMA[kind])
         if unknown:
-            raise UserError(f"{path}: [{where}] unknown field '{sorted(unknown)[0]}'")
+            raise UserError(f"{path}: [{where}] unknown field '{sorted(unknown)[0]}' (nothing reads it)")
         fields = {k: v for k, v in m.items()}
         mems[m["name"]] = Memory(name=m["name"], kind=kind, size=m["size"], base=m.get("base"), fields=fields)
     for name in REQUIRED_MEMORIES:
@@ -216,11 +279,18 @@ def _memories(path: Path, raw: dict) -> dict:
     for (b0, e0, n0), (b1, e1, n1) in zip(mapped, mapped[1:]):
         if b1 < e0:
             raise UserError(f"{path}: [memory {n1}] base: overlaps memory {n0}")
-    l1 = mems["l1"]
+    l1, l2 = mems["l1"], mems["l2"]
+    _power_of_two(path, "memory l1", "bank_width", l1.bank_width)
     if l1.size % (l1.banks * l1.bank_width):
         raise UserError(f"{path}: [memory l1] banks: size must be a multiple of banks x bank_width")
-    if l1.size > 0x100000:
-        raise UserError(f"{path}: [memory l1] size: at most 1 MiB (the test-and-set alias starts at +1 MiB)")
+    if l1.size > l1.tas_offset:
+        raise UserError(f"{path}: [memory l1] size: at most tas_offset (0x{l1.tas_offset:x}), where the "
+                        "test-and-set alias starts")
+    if l1.tas_offset + l1.size > cluster["space_size"]:
+        raise UserError(f"{path}: [cluster] space_size: must hold L1 and its test-and-set alias "
+                        f"(0x{l1.tas_offset + l1.size:x} bytes)")
+    if l2.fc_alias_size > l2.size:
+        raise UserError(f"{path}: [memory l2] fc_alias_size: at most the size of L2")
     return mems
 
 
@@ -228,21 +298,123 @@ def available() -> list[str]:
     return sorted(p.stem for p in PLATFORM_DIR.glob("*.toml"))
 
 
-def load_file(path: Path) -> Platform:
-    path = Path(path)
+def _read_toml(path: Path) -> tuple[bytes, dict]:
     try:
         data = path.read_bytes()
     except OSError as e:
         raise UserError(f"{path}: cannot read platform file ({e.strerror})") from None
     try:
-        raw = tomllib.loads(data.decode())
+        return data, tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: not valid TOML ({e})") from None
+
+
+def _parent_path(path: Path, raw: dict) -> Path | None:
+    parent = raw.get("platform", {}).get("inherits") if isinstance(raw.get("platform"), dict) else None
+    if parent is None:
+        return None
+    if not isinstance(parent, str) or not parent:
+        raise UserError(f"{path}: [platform] inherits: must name a platform, got {parent!r}")
+    ppath = path.parent / f"{parent}.toml"
+    if not ppath.exists():
+        raise UserError(f"{path}: [platform] inherits: no platform '{parent}' next to it ({ppath} not found)")
+    return ppath
+
+
+def _chain(path: Path) -> list[tuple[Path, bytes, dict]]:
+    """The file and the ones it inherits from, itself first."""
+    out = []
+    while path is not None:
+        if any(p == path for p, _, _ in out):
+            raise UserError(f"{out[0][0]}: [platform] inherits: the chain comes back to {path.name}")
+        data, raw = _read_toml(path)
+        out.append((path, data, raw))
+        path = _parent_path(path, raw)
+    return out
+
+
+def _overlay(base: dict, child: dict, path: Path) -> dict:
+    """Child values over inherited ones: tables key by key, [[memory]] entries by name."""
+    out = {k: v for k, v in base.items() if k not in NOT_INHERITED}
+    for sec, value in child.items():
+        if sec == "memory":
+            mems = [dict(m) for m in out.get("memory", [])]
+            names = [m.get("name") for m in mems]
+            for m in value:
+                if m.get("name") in names:
+                    mems[names.index(m["name"])].update(m)
+                else:
+                    mems.append(dict(m))
+            out["memory"] = mems
+        elif isinstance(value, dict) and isinstance(out.get(sec), dict):
+            out[sec] = {**out[sec], **value}
+        else:
+            out[sec] = value
+    out.get("platform", {}).pop("inherits", None)
+    return out
+
+
+def load_file(path: Path) -> Platform:
+    path = Path(path)
+    chain = _chain(path)
+    raw = {}
+    for p, _, r in reversed(chain):
+        raw = _overlay(raw, r, p)
     validated = _validate(path, raw)
-    mems = _memories(path, raw)
+    if raw["platform"]["name"] != path.stem and path.parent == PLATFORM_DIR:
+        raise UserError(f"{path}: [platform] name: must be the file's name, '{path.stem}'")
+    mems = _memories(path, raw, validated["cluster"])
     validated["memory"] = raw.get("memory", [])
-    return Platform(name=validated["platform"]["name"], path=path, sha256=hashlib.sha256(data).hexdigest(),
-                    raw=validated, memories=mems)
+    h = hashlib.sha256()
+    for p, data, _ in chain:
+        h.update(p.name.encode() + b"\0" + data)
+    return Platform(name=validated["platform"]["name"], path=path, sha256=h.hexdigest(), raw=validated,
+                    memories=mems, chain=tuple(p for p, _, _ in chain))
+
+
+def _resolved_document(chain: tuple):
+    """tomlkit document of the resolved platform: the root file's text, with every inheriting file's
+    values (and their comments) laid over it in turn, under the last file's own header comment."""
+    import tomlkit
+    from tomlkit.items import Comment, Whitespace
+
+    def put(table, key, item):
+        comment, ws = item.trivia.comment, item.trivia.comment_ws   # assignment keeps the old comment
+        table[key] = item
+        table.item(key).trivia.comment = comment
+        table.item(key).trivia.comment_ws = ws
+
+    docs = [tomlkit.parse(Path(p).read_text()) for p in reversed(chain)]
+    out = docs[0]
+    for doc in docs[1:]:
+        for sec in NOT_INHERITED:
+            if sec in out:
+                del out[sec]
+        for sec in doc:
+            value = doc.item(sec)
+            if sec == "memory":
+                for m in value:
+                    target = next((t for t in out["memory"] if t.get("name") == m.get("name")), None)
+                    if target is None:
+                        out["memory"].append(m)
+                    else:
+                        for k in m:
+                            put(target, k, m.item(k))
+            elif sec in out and isinstance(value, dict):
+                for k in value:
+                    if k != "inherits":
+                        put(out[sec], k, value.item(k))
+            else:
+                out[sec] = value
+    if len(docs) > 1:
+        def header(d):
+            n = 0
+            while n < len(d.body) and d.body[n][0] is None and isinstance(d.body[n][1], (Comment, Whitespace)):
+                n += 1
+            return n
+        n_out, n_last = header(out), header(docs[-1])
+        out.body[:n_out] = docs[-1].body[:n_last]
+    return out
 
 
 _cache: dict[str, Platform] = {}

@@ -1,6 +1,8 @@
-"""The MCU runtime for one platform: generated linker script and platform header, plus the
-hand-written sources in pulp_kernels/runtime/. Generated files go to build/runtime/<platform>-<hash>/
-and are rewritten only when their content changes."""
+"""The MCU runtime for one platform: generated linker script, platform header (pulp_platform.h,
+from the platform file and platforms/devices/) and instruction header (pulp_isa.h, from isa/), plus
+the hand-written sources in pulp_kernels/runtime/, which take every hardware number from those two
+headers. Generated files go to build/runtime/<platform>-<hash>/ and are rewritten only when their
+content changes; nothing is generated into the source tree."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from harness import ROOT
+from harness import devices
 from harness.isa import gen as isagen
 from harness.platform import Platform
 
@@ -26,12 +29,12 @@ def template_values(plat: Platform) -> dict:
     l1, l2 = plat.memory("l1"), plat.memory("l2")
     return {
         "name": plat.name, "sha": plat.sha256, "fc_cluster_id": plat.fc["cluster_id"],
-        "cores": plat.cluster["cores"], "stdout": plat.peripherals["stdout"],
-        "soc_ctrl": plat.peripherals["soc_ctrl"], "l1_base": l1.base, "l1_size": l1.size,
+        "cores": plat.cluster["cores"], "l1_base": l1.base, "l1_size": l1.size,
         "l2_base": l2.base, "l2_size": l2.size, "fc_stack": plat.fc["stack_size"],
         "cluster_stack": plat.cluster["stack_size"],
         "hyperram_size": plat.memory("hyperram").size, "flash_size": plat.memory("flash").size,
-        "peripherals": sorted((k, v) for k, v in plat.peripherals.items() if k not in ("stdout", "soc_ctrl")),
+        "peripherals": [(k, w["base"], w["size"]) for k, w in plat.peripherals.items()],
+        "registers": devices.constants(devices.load()),
     }
 
 
@@ -42,7 +45,7 @@ def prepare(plat: Platform) -> Path:
     vals = template_values(plat)
     isagen.write_if_changed(out / "link.ld", env.get_template("link.ld.j2").render(**vals))
     isagen.write_if_changed(out / "pulp_platform.h", env.get_template("pulp_platform.h.j2").render(**vals))
-    isagen.write_cheader(INCLUDE_DIR / "pulp_isa.h")
+    isagen.write_cheader(out / "pulp_isa.h")
     return out
 
 

@@ -22,7 +22,7 @@ def test_every_platform_loads(name):
 def test_pulp_open_is_what_gvsoc_models():
     p = platmod.load("pulp-open")
     assert p.memory("l1").size == 64 * 1024 and p.memory("l1").banks == 16
-    assert p.cluster["fpus"] == 4 and p.cluster["fpu_sharing"] == "shared"
+    assert p.cluster["fpus"] == 4 and p.cluster["cores"] == 8   # shared: core i uses FPU i mod 4
     assert p.isa["fp_regfile"] == "integer"
     assert p.cluster["tcdm_conflicts"] is False
     assert p.memory("l2").cluster_latency == 14 and p.timing["branch_taken"] == 3
@@ -34,7 +34,7 @@ def test_paper_platform_matches_method():
     assert p.memory("l2").size == 2 * 1024 * 1024
     assert p.memory("hyperram").size == 4 * 1024 * 1024
     assert p.memory("flash").size == 8 * 1024 * 1024
-    assert p.cluster["fpu_sharing"] == "private" and p.cluster["fpus"] == 8
+    assert p.cluster["fpus"] == p.cluster["cores"] == 8         # one FPU per core
     assert p.clock_hz == 450_000_000
 
 
@@ -53,7 +53,13 @@ def _mutated(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize("old,new,words", [
     ("cores = 8", "cores = -8", ["[cluster] cores", "non-negative integer"]),
     ("cores = 8", "cores = 0", ["[cluster] cores", "between 1 and 16"]),
-    ('fpu_sharing = "shared"', 'fpu_sharing = "sometimes"', ["[cluster] fpu_sharing", "shared, private"]),
+    ("fpus = 4", "fpus = 9", ["[cluster] fpus", "between 1 and cores"]),
+    ('misaligned = "extra_access"', 'misaligned = "sometimes"', ["[timing] misaligned", "extra_access, extra_cycle"]),
+    ("jump = 2", "jump = 0", ["[timing] jump", "at least 1"]),
+    ("bank_width = 4", "bank_width = 3", ["bank_width", "power of two"]),
+    ("fetch_line = 16", "fetch_line = 24", ["[fc] fetch_line", "power of two"]),
+    ("stdout = { base = 0x1A10F000, size = 0x1000 }", "stdout = 0x1A10F000", ["[peripherals] stdout", "base = "]),
+    ("issue_cycles = 1", "issue_cycles = 1\nudma_read_cycles_per_byte = 1.0", ["[dma]", "nothing reads it"]),
     ("clock_hz = 50_000_000", "clocks_hz = 50_000_000", ["[platform]"]),
     ('fp_regfile = "integer"', 'fp_regfile = 3', ["[isa] fp_regfile"]),
     ("base = 0x10000000", "base = 0x1C000100", ["overlaps"]),

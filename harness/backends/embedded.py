@@ -10,7 +10,7 @@ DEFAULT_MAX_CYCLES = 2_000_000_000
 # The stall categories of the cycle report, as (report key, simulator event).
 STALLS = (
     ("load_use", "load_use"), ("mul", "mul"), ("dependency", "dependency"), ("branch", "branch"),
-    ("jump", "jump"), ("fetch", "fetch"), ("div", "div"), ("fpu_div", "fpu_div"),
+    ("jump", "jump"), ("fetch", "fetch"), ("div", "div"), ("fpu", "fpu"), ("fpu_div", "fpu_div"), ("hwloop", "hwloop"),
     ("fpu_contention", "fpu_contention"), ("bus", "bus"), ("misaligned", "misaligned"),
     ("tcdm_conflict", "tcdm_conflict"), ("wait", "wait"),
 )

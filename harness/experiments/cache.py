@@ -43,7 +43,6 @@ SCHEMA = 1
 INDEX_KEEP = 4          # provenance memos kept (newest first); older ones are deleted
 _TREE = (("harness", ("*.py",)), ("pulp_kernels", ("*.c", "*.h", "*.S", "*.j2")), ("platforms", ("*.toml",)),
          ("isa", ("*",)))
-_GENERATED = {"pulp_isa.h"}   # written from isa/ at build time, already covered by isa/
 
 
 def results_root() -> Path:
@@ -103,7 +102,7 @@ def _tree_files() -> list[Path]:
     for top, patterns in _TREE:
         for pat in patterns:
             for p in (ROOT / top).rglob(pat):
-                if p.is_file() and "__pycache__" not in p.parts and p.name not in _GENERATED \
+                if p.is_file() and "__pycache__" not in p.parts \
                         and not (top == "platforms" and "pulpsim" in p.parts):
                     files.add(p)
     return sorted(files)

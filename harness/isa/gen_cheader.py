@@ -6,7 +6,9 @@ instruction the header gives
   PULP_<ID>(operands...)   an assembler string for use inside a kernel's asm block
                             (register operands are tokens such as a0 or %[acc]; immediates are numbers)
   pulp_<id>(...)           a C inline function, for register-to-register value instructions
-and MATCH_/MASK_ constants for every instruction of the table.
+MATCH_/MASK_ constants for every instruction of the table, the PULP CSR numbers (PULP_CSR_<NAME>,
+without a suffix so that asm strings can use them through PULP_STR) and the performance counter
+indices (PULP_PERF_<NAME>, PULP_PERF_COUNTERS(X) listing every index).
 """
 from __future__ import annotations
 
@@ -88,9 +90,10 @@ def macro(i: Insn) -> str:
     return f"#define PULP_{i.id.upper()}({', '.join(params)}) {body}"
 
 
-def _value_function(i: Insn) -> str | None:
-    """A C function for pure register-to-register instructions (no memory, no control, no immediates)."""
-    if i.timing not in ("alu", "fpu", "fdiv_s", "fdiv_h"):
+def _value_function(i: Insn, isa: Isa) -> str | None:
+    """A C function for pure register-to-register instructions (a timing class marked `value`, and no
+    immediates)."""
+    if not isa.timing.classes[i.timing].value:
         return None
     if any(not _is_reg(f) for f in i.ops):
         return None
@@ -114,9 +117,25 @@ def _value_function(i: Insn) -> str | None:
             f"  {init}\n  __asm__ (PULP_{i.id.upper()}({asm_args}) : {outs} : {ops});\n  return r;\n}}")
 
 
+def _csrs_and_counters(isa: Isa) -> list[str]:
+    out = ["/* Stringify a macro's value, for asm strings: \"csrw \" PULP_STR(PULP_CSR_PCER) \", %0\" */",
+           "#define PULP_STR_(x) #x", "#define PULP_STR(x) PULP_STR_(x)", "",
+           "/* PULP CSR numbers (isa/csrs.toml [pulp]) */"]
+    for name, num in isa.pulp_csrs.items():
+        out.append(f"#define PULP_CSR_{name.upper()} 0x{num:03x}")
+    out += ["", "/* Performance counter indices (isa/counters.toml): PCER bit n, CSR PULP_CSR_PCCR0 + n */"]
+    c = isa.counters
+    for prefix, table in (("", c.core), ("CLUSTER_", c.cluster), ("FC_", c.fc)):
+        for name, idx in table.items():
+            out.append(f"#define PULP_PERF_{prefix}{name.upper()} {idx}")
+    out.append("#define PULP_PERF_COUNTERS(X) " + " ".join(f"X({n})" for n in c.indices()))
+    return out + [""]
+
+
 def gen_header(isa: Isa) -> str:
     out = [f"/* Generated from isa/*.toml by harness/isa/gen_cheader.py (table sha256 {isa.sha256}). Do not edit. */",
            "#ifndef PULP_ISA_H", "#define PULP_ISA_H", "#include <stdint.h>", ""]
+    out += _csrs_and_counters(isa)
     out.append("/* MATCH_/MASK_: fixed bits of every instruction of the table */")
     for i in isa.insns:
         out.append(f"#define MATCH_{i.id.upper()} 0x{i.match:08x}u")
@@ -131,7 +150,7 @@ def gen_header(isa: Isa) -> str:
     out.append("/* PULP register-to-register instructions as C functions */")
     for i in isa.insns:
         if i.ext in PULP_EXTS:
-            fn = _value_function(i)
+            fn = _value_function(i, isa)
             if fn:
                 out.append(fn)
     out.append("\n#endif /* PULP_ISA_H */")

@@ -7,7 +7,7 @@ Outputs (strings; written by harness.isa.gen into the build directory, never com
 """
 from __future__ import annotations
 
-from harness.isa.model import TIMING_CLASSES, Insn, Isa
+from harness.isa.model import Insn, Isa
 
 HEADER = "// Generated from isa/*.toml by harness/isa/gen_cpp.py (table sha256 {sha}). Do not edit.\n"
 
@@ -33,15 +33,22 @@ def _extract_expr(f) -> str:
 def gen_ops_hpp(isa: Isa) -> str:
     out = [HEADER.format(sha=isa.sha256), "#pragma once", "#include <cstdint>", "#include \"insn.hpp\"", "",
            "namespace pulpsim {", ""]
-    out.append("enum TimingClass : uint8_t { " + ", ".join(f"TC_{t.upper()}" for t in TIMING_CLASSES) + " };")
+    out += _timing(isa) + _counters(isa) + _csrs(isa)
+    switches = list(dict.fromkeys(isa.switches().values()))
+    out.append("// Platform [isa] switches that enable an extension; OpInfo::ext_switch is 1 + the index here (0: always on).")
+    out.append(f"static const int ISA_SWITCHES = {len(switches)};")
+    out.append("static const char* const isa_switch_keys[] = {" + ", ".join(f'"isa.{s}"' for s in switches)
+               + (", " if switches else "") + "nullptr};\n")
     out.append("enum Op : uint16_t {\n  OP_ILLEGAL = 0,")
     for i in isa.insns:
         out.append(f"  {_c_ident(i)},")
     out.append("  OP_COUNT,\n  OP_UNDECODED = 0xffff\n};\n")
-    out.append("struct OpInfo { const char* name; const char* ext; uint8_t size; uint8_t timing; };")
-    out.append("static const OpInfo op_info[OP_COUNT] = {\n  {\"<illegal>\", \"\", 4, TC_ALU},")
+    out.append("struct OpInfo { const char* name; const char* ext; uint8_t size; uint8_t timing; uint8_t ext_switch; };")
+    first = next(iter(isa.timing.classes)).upper()
+    out.append(f"static const OpInfo op_info[OP_COUNT] = {{\n  {{\"<illegal>\", \"\", 4, TC_{first}, 0}},")
     for i in isa.insns:
-        out.append(f"  {{\"{i.name}\", \"{i.ext}\", {i.size}, TC_{i.timing.upper()}}},")
+        sw = switches.index(i.enabled_by) + 1 if i.enabled_by else 0
+        out.append(f"  {{\"{i.name}\", \"{i.ext}\", {i.size}, TC_{i.timing.upper()}, {sw}}},")
     out.append("};\n")
     out.append(f"static const char* const isa_table_sha256 = \"{isa.sha256}\";\n")
     out.append("static inline const char* csr_table_name(uint32_t csr) {\n  switch (csr) {")
@@ -91,6 +98,47 @@ def gen_ops_hpp(isa: Isa) -> str:
     out.append("  }\n  d.op = OP_ILLEGAL;\n}\n")
     out.append("}  // namespace pulpsim")
     return "\n".join(out) + "\n"
+
+
+def _timing(isa: Isa) -> list[str]:
+    """Timing classes (isa/timing.toml): the class enum, the platform keys the core holds as t_<key>,
+    the values of choice keys, whether a class is private, and each class's TIMING_<CLASS>() cost."""
+    tm = isa.timing
+    out = ["enum TimingClass : uint8_t { " + ", ".join(f"TC_{c.upper()}" for c in tm.classes) + " };",
+           "// The platform's [timing] keys; the core holds each as uint32_t t_<key>.",
+           "#define TIMING_KEYS(X) " + " ".join(f"X({k})" for k in tm.keys)]
+    for k in tm.keys.values():
+        for n, c in enumerate(k.choice or ()):
+            out.append(f"static const uint32_t TIMING_{k.name.upper()}_{c.upper()} = {n};")
+    out.append("// Whether a class touches nothing another core sees: never, always, or when the core's FPU is its own.")
+    out.append("enum TimingPrivate : uint8_t { TP_NEVER, TP_ALWAYS, TP_OWN_FPU };")
+    kinds = {False: "TP_NEVER", True: "TP_ALWAYS", "own_fpu": "TP_OWN_FPU"}
+    out.append("static const uint8_t timing_private[] = {" + ", ".join(kinds[c.private] for c in tm.classes.values()) + "};")
+    for c in tm.classes.values():
+        out.append(f"#define TIMING_{c.name.upper()}() {c.cost or '((void)0);'}".rstrip(";"))
+    return out + [""]
+
+
+def _counters(isa: Isa) -> list[str]:
+    """Performance counter indices (isa/counters.toml) as the simulator's event numbers."""
+    out = ["// PULP performance counters: PCER bit n <-> counter n (isa/counters.toml)."]
+    c = isa.counters
+    names = [(f"EV_{k.upper()}", v) for k, v in c.core.items()]
+    names += [(f"EV_CLUSTER_{k.upper()}", v) for k, v in c.cluster.items()]
+    names += [(f"EV_FC_{k.upper()}", v) for k, v in c.fc.items()]
+    out.append("enum PerfCounter : int { " + ", ".join(f"{n} = {v}" for n, v in names) + " };")
+    return out + [""]
+
+
+def _csrs(isa: Isa) -> list[str]:
+    """CSR numbers by name (isa/csrs.toml), and the values of fixed-value CSRs."""
+    out = ["// CSR numbers (isa/csrs.toml)."]
+    named = {name: num for num, name in isa.csrs.items()} | isa.pulp_csrs
+    for name, num in sorted(named.items(), key=lambda kv: kv[1]):
+        out.append(f"static const uint32_t CSR_{name.upper()} = 0x{num:03x};")
+    for name, val in isa.csr_values.items():
+        out.append(f"static const uint32_t CSR_VALUE_{name.upper()} = 0x{val:08x}u;")
+    return out + [""]
 
 
 def _stall_line(i: Insn) -> str:

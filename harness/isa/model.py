@@ -12,15 +12,17 @@ import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 ISA_DIR = Path(__file__).resolve().parent.parent.parent / "isa"
+# Files of isa/ that are not instruction tables
+DATA_FILES = {"fields.toml", "csrs.toml", "timing.toml", "counters.toml"}
+PRIVATE = {True, False, "own_fpu"}
 
 FIELD_KINDS = {"xreg", "freg", "creg", "creg_f", "imm", "uimm", "csr", "rm"}
 SLOTS = {"rd", "rs1", "rs2", "rs3", "imm", "imm2", "rm"}
 ROLES = {"dst", "src", "srcdst", None}
-TIMING_CLASSES = ("alu", "branch", "jump", "load", "store", "mul", "mulh", "div", "csr", "fpu", "fdiv_s", "fdiv_h",
-                  "fmv", "hwloop", "elw", "system")
 ONLY = {None, "fp_separate"}
 FORMATS = {None, "hex", "target", "lui20", "fence", "legacy"}
 EXT_ORDER = ("i", "zicsr", "m", "c", "f", "zfh", "xpulp", "xfvec")
@@ -90,6 +92,7 @@ class Insn:
     when: str | None = None
     only: str | None = None
     source: str = ""
+    enabled_by: str | None = None   # the platform's [isa] switch that enables the extension (None: always on)
 
     @property
     def opcode_key(self) -> int:
@@ -119,12 +122,62 @@ class Insn:
         return "x" if slot in self.fixed else None
 
 
+@dataclass(frozen=True)
+class TimingKey:
+    name: str
+    doc: str
+    choice: tuple | None = None     # the allowed strings of a choice key; None for a cycle count
+    min: int = 0                    # the smallest cycle count allowed
+
+
+@dataclass(frozen=True)
+class TimingClass:
+    name: str
+    keys: tuple
+    cost: str
+    private: bool | str
+    value: bool
+
+
+@dataclass(frozen=True)
+class Timing:
+    keys: dict       # name -> TimingKey, in file order
+    classes: dict    # name -> TimingClass, in file order
+
+
+@dataclass(frozen=True)
+class Counters:
+    core: dict       # name -> index, on every core
+    cluster: dict    # cluster cores only
+    fc: dict         # the fabric controller only
+
+    def indices(self) -> list[int]:
+        return sorted(set(self.core.values()) | set(self.cluster.values()) | set(self.fc.values()))
+
+
 @dataclass
 class Isa:
     fields: dict
     insns: list
     sha256: str
-    csrs: dict
+    csrs: dict                 # number -> name, as llvm-objdump prints it
+    pulp_csrs: dict = field(default_factory=dict)    # name -> number, PULP's own CSRs
+    csr_values: dict = field(default_factory=dict)   # name -> value of a fixed-value CSR
+    timing: Timing | None = None
+    counters: Counters | None = None
+
+    def switches(self) -> dict:
+        """ext -> the platform [isa] key that enables it, for the extensions that have one."""
+        return {i.ext: i.enabled_by for i in self.insns if i.enabled_by}
+
+    def csr(self, name: str) -> int:
+        """The number of a CSR by name (standard or PULP)."""
+        if name in self.pulp_csrs:
+            return self.pulp_csrs[name]
+        for num, n in self.csrs.items():
+            if n == name:
+                return num
+        raise KeyError(name)
 
     def by_id(self, ident: str) -> Insn:
         for i in self.insns:
@@ -191,7 +244,7 @@ def _parse_bits(where: str, spec: str) -> tuple:
 
 
 def _load_fields(path: Path) -> dict:
-    raw = tomllib.loads(path.read_text())
+    raw = _read(path)
     out = {}
     for name, spec in raw.items():
         where = f"{path.name}:{name}"
@@ -215,11 +268,15 @@ def _ident(name: str, form: str | None) -> str:
     return f"{base}_{form}" if form else base
 
 
-def _load_insns(path: Path, fields: dict) -> list:
-    raw = tomllib.loads(path.read_text())
+def _load_insns(path: Path, fields: dict, timing: Timing) -> list:
+    raw = _read(path)
+    _unknown(path.name, raw, ("ext", "enabled_by", "insn"))
     ext = raw.get("ext")
     if not ext:
         raise IsaError(f"{path.name}: missing top-level ext")
+    switch = raw.get("enabled_by")
+    if switch is not None and (not isinstance(switch, str) or not re.fullmatch(r"[a-z0-9_]+", switch)):
+        raise IsaError(f"{path.name}: enabled_by names a key of the platforms' [isa] section")
     out = []
     for n, e in enumerate(raw.get("insn", []), 1):
         where = f"{path.name}:{e.get('name', '#' + str(n))}"
@@ -269,8 +326,8 @@ def _load_insns(path: Path, fields: dict) -> list:
         for k in fixed:
             if k not in ("rd", "rs1", "rs2") or k in slots:
                 raise IsaError(f"{where}: fixed slot '{k}' is not free")
-        if e["timing"] not in TIMING_CLASSES:
-            raise IsaError(f"{where}: timing must be one of {', '.join(TIMING_CLASSES)}")
+        if e["timing"] not in timing.classes:
+            raise IsaError(f"{where}: timing must be one of {', '.join(timing.classes)} (timing.toml)")
         only = e.get("only")
         if only not in ONLY:
             raise IsaError(f"{where}: only must be fp_separate")
@@ -285,8 +342,107 @@ def _load_insns(path: Path, fields: dict) -> list:
                 raise IsaError(f"{where}: when refers to a name that is not an operand")
         out.append(Insn(name=e["name"], id=_ident(e["name"], e.get("form")), ext=ext, size=size, mask=mask,
                         match=match, ops=tuple(ops), asm=e["asm"], timing=e["timing"], sem=e["sem"], fixed=fixed,
-                        when=e.get("when"), only=only, source=where))
+                        when=e.get("when"), only=only, source=where, enabled_by=switch))
     return out
+
+
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as e:
+        raise IsaError(f"{path.name}: cannot read ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise IsaError(f"{path.name}: not valid TOML ({e})") from None
+
+
+def _unknown(where: str, table: dict, known) -> None:
+    extra = set(table) - set(known)
+    if extra:
+        raise IsaError(f"{where}: unknown key '{sorted(extra)[0]}'")
+
+
+def load_timing(path: Path) -> Timing:
+    """timing.toml: the [timing] keys of a platform file and the classes that read them."""
+    raw = _read(path)
+    name = path.name
+    _unknown(name, raw, ("keys", "class"))
+    keys = {}
+    for k, spec in raw.get("keys", {}).items():
+        where = f"{name}:keys.{k}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("doc"), str):
+            raise IsaError(f"{where}: give {{ doc = \"...\" }} (and choice = [...] for a named value)")
+        _unknown(where, spec, ("doc", "choice", "min"))
+        low = spec.get("min", 0)
+        if not isinstance(low, int) or isinstance(low, bool) or low < 0:
+            raise IsaError(f"{where}: min must be a non-negative integer")
+        choice = spec.get("choice")
+        if choice is not None and (not isinstance(choice, list) or not choice
+                                   or not all(isinstance(c, str) for c in choice)):
+            raise IsaError(f"{where}: choice must be a non-empty list of strings")
+        keys[k] = TimingKey(k, spec["doc"], tuple(choice) if choice else None, low)
+    classes = {}
+    used = set()
+    for c, spec in raw.get("class", {}).items():
+        where = f"{name}:class.{c}"
+        if not isinstance(spec, dict):
+            raise IsaError(f"{where}: must be a table")
+        _unknown(where, spec, ("keys", "cost", "private", "value"))
+        ks = spec.get("keys", [])
+        for k in ks:
+            if k not in keys:
+                raise IsaError(f"{where}: key '{k}' is not listed under [keys]")
+        private = spec.get("private", False)
+        if private not in PRIVATE or isinstance(private, int) and not isinstance(private, bool):
+            raise IsaError(f"{where}: private must be true, false or \"own_fpu\"")
+        cost = spec.get("cost", "")
+        if not isinstance(cost, str):
+            raise IsaError(f"{where}: cost must be a string")
+        for member in re.findall(r"\bt_([a-z0-9_]+)", cost):
+            if member not in ks:
+                raise IsaError(f"{where}: cost reads t_{member}, but '{member}' is not among its keys")
+        used.update(ks)
+        classes[c] = TimingClass(c, tuple(ks), cost, private, bool(spec.get("value", False)))
+    if not classes:
+        raise IsaError(f"{name}: no [class.*] tables")
+    orphans = [k for k in keys if k not in used]
+    if orphans:
+        raise IsaError(f"{name}: key '{orphans[0]}' belongs to no class (a key nothing reads)")
+    return Timing(keys, classes)
+
+
+def load_counters(path: Path) -> Counters:
+    raw = _read(path)
+    _unknown(path.name, raw, ("core", "cluster", "fc"))
+    out = {}
+    for kind in ("core", "cluster", "fc"):
+        table = raw.get(kind, {})
+        for k, v in table.items():
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 32:
+                raise IsaError(f"{path.name}:{kind}.{k}: a counter index is an integer from 0 to 31")
+        out[kind] = dict(table)
+    for kind in ("cluster", "fc"):
+        clash = {v for v in out[kind].values()} & set(out["core"].values())
+        if clash:
+            raise IsaError(f"{path.name}:{kind}: index {min(clash)} is already a counter of every core")
+    return Counters(**out)
+
+
+def _load_csrs(path: Path) -> tuple[dict, dict, dict]:
+    raw = _read(path)
+    _unknown(path.name, raw, ("names", "pulp", "values"))
+    names = {int(k, 0): v for k, v in raw.get("names", {}).items()}
+    pulp = dict(raw.get("pulp", {}))
+    for k, v in pulp.items():
+        if not isinstance(v, int) or not 0 <= v < 4096:
+            raise IsaError(f"{path.name}:pulp.{k}: a CSR number is an integer below 0x1000")
+        if v in names:
+            raise IsaError(f"{path.name}:pulp.{k}: 0x{v:03x} is already named '{names[v]}' in [names]")
+    values = dict(raw.get("values", {}))
+    known = set(names.values()) | set(pulp)
+    for k in values:
+        if k not in known:
+            raise IsaError(f"{path.name}:values.{k}: no CSR of that name")
+    return names, pulp, values
 
 
 def load(isa_dir: Path = ISA_DIR) -> Isa:
@@ -296,18 +452,19 @@ def load(isa_dir: Path = ISA_DIR) -> Isa:
     for p in paths:
         h.update(p.name.encode())
         h.update(p.read_bytes())
+    for needed in sorted(DATA_FILES):
+        if not (isa_dir / needed).exists():
+            raise IsaError(f"{needed}: missing from {isa_dir}")
     fields = _load_fields(isa_dir / "fields.toml")
-    csrs = {}
+    timing = load_timing(isa_dir / "timing.toml")
+    counters = load_counters(isa_dir / "counters.toml")
+    csrs, pulp_csrs, csr_values = _load_csrs(isa_dir / "csrs.toml")
     insns = []
     files = {}
     for p in paths:
-        if p.name == "fields.toml":
+        if p.name in DATA_FILES:
             continue
-        if p.name == "csrs.toml":
-            raw = tomllib.loads(p.read_text())
-            csrs = {int(k, 0): v for k, v in raw.get("names", {}).items()}
-            continue
-        loaded = _load_insns(p, fields)
+        loaded = _load_insns(p, fields, timing)
         if loaded:
             files[loaded[0].ext] = loaded
     for ext in EXT_ORDER:
@@ -325,4 +482,11 @@ def load(isa_dir: Path = ISA_DIR) -> Isa:
         if key in seen and not (i.when or seen[key].when or i.only or seen[key].only):
             raise IsaError(f"{i.source}: same encoding as {seen[key].source}")
         seen.setdefault(key, i)
-    return Isa(fields=fields, insns=insns, sha256=h.hexdigest(), csrs=csrs)
+    return Isa(fields=fields, insns=insns, sha256=h.hexdigest(), csrs=csrs, pulp_csrs=pulp_csrs,
+               csr_values=csr_values, timing=timing, counters=counters)
+
+
+@lru_cache(maxsize=None)
+def timing_table(isa_dir: Path = ISA_DIR) -> Timing:
+    """timing.toml alone (the platform loader needs its keys, not the whole table)."""
+    return load_timing(Path(isa_dir) / "timing.toml")

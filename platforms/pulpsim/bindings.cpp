@@ -35,6 +35,8 @@ static py::dict core_events(const Core& c) {
   e["fetch"] = c.ev[EV_IMISS];
   e["div"] = c.ev[X_DIV];
   e["fpu_div"] = c.ev[X_FDIV];
+  e["fpu"] = c.ev[X_FPU];
+  e["hwloop"] = c.ev[X_HWLOOP];
   e["fpu_contention"] = c.ev[X_FPU_CONT];
   e["bus"] = c.ev[X_BUS];
   e["misaligned"] = c.ev[X_MISALIGNED];
@@ -43,7 +45,7 @@ static py::dict core_events(const Core& c) {
   e["loads"] = c.ev[EV_LD];
   e["stores"] = c.ev[EV_ST];
   e["branches"] = c.ev[EV_BRANCH];
-  e["taken_branches"] = c.ev[EV_TAKEN];
+  e["taken_branches"] = c.ev[EV_BTAKEN];
   e["jumps"] = c.ev[EV_JUMP];
   e["compressed"] = c.ev[EV_RVC];
   return e;

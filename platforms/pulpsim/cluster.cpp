@@ -100,7 +100,7 @@ void Machine::barrier_arrive(int b, int core, uint64_t when) {
   br.status |= 1u << core;
   if (br.trigger_mask && (br.status & br.trigger_mask) == br.trigger_mask) {
     br.status = 0;
-    eu_set_events(br.target_mask, 1u << 16, when);  // event 16: barrier
+    eu_set_events(br.target_mask, 1u << EU_EVT_BARRIER, when);
   }
 }
 
@@ -110,8 +110,8 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
   int i = c.cluster_core;
   if (i < 0) return false;
   c.eu_touched = true;
-  const Config& k = cfg;
-  uint32_t delay = k.u("timing.elw_overhead") + k.u("timing.eu_wakeup") + 1 + (elw ? 0 : k.u("timing.eu_lw_extra"));
+  // the overhead of the waiting load, the event unit's reply, and the load's own cycle
+  uint32_t delay = c.t_elw_overhead + c.t_eu_wakeup + 1 + (elw ? 0 : c.t_eu_lw_extra);
   auto wait_events = [&](uint32_t mask, bool clear) {
     uint32_t hit = eu.buffer[i] & mask;
     if (hit) {
@@ -124,14 +124,14 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
   };
   value = 0;
   switch (off) {
-    case 0x00: value = eu.mask[i]; return true;
-    case 0x0C: value = eu.irq_mask[i]; return true;
-    case 0x1C: value = eu.buffer[i]; return true;
-    case 0x20: value = eu.buffer[i] & eu.mask[i]; return true;
-    case 0x24: value = eu.buffer[i] & eu.irq_mask[i]; return true;
-    case 0x38: wait_events(eu.mask[i], false); return true;
-    case 0x3C: wait_events(eu.mask[i], true); return true;
-    case 0x80: {  // dispatch FIFO pop
+    case EU_MASK: value = eu.mask[i]; return true;
+    case EU_IRQ_MASK: value = eu.irq_mask[i]; return true;
+    case EU_BUFFER: value = eu.buffer[i]; return true;
+    case EU_BUFFER_MASKED: value = eu.buffer[i] & eu.mask[i]; return true;
+    case EU_BUFFER_IRQ_MASKED: value = eu.buffer[i] & eu.irq_mask[i]; return true;
+    case EU_EVENT_WAIT: wait_events(eu.mask[i], false); return true;
+    case EU_EVENT_WAIT_CLEAR: wait_events(eu.mask[i], true); return true;
+    case EU_DISPATCH: {  // dispatch FIFO pop
       auto& f = eu.fifo[i];
       if (!f.empty()) {
         value = f.front();
@@ -142,11 +142,11 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
       }
       return true;
     }
-    case 0x84: value = eu.team; return true;
+    case EU_TEAM_CONFIG: value = eu.team; return true;
     default: break;
   }
-  if (off >= 0xC0 && off < 0x100) {  // mutex: a read locks (and waits while another core holds it)
-    int mx = (off & 0xF) >> 2;
+  if (off >= EU_MUTEX && off < EU_SW_EVENT) {  // mutex: a read locks (and waits while another core holds it)
+    int mx = (int)(((off - EU_MUTEX) >> 2) % EU_MUTEX_COUNT);
     if (eu.mutex_owner[mx] < 0) {
       eu.mutex_owner[mx] = i;
       c.extra += delay - 1;
@@ -155,17 +155,17 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
     }
     return true;
   }
-  if (off >= 0x200 && off < 0x200 + 0x20 * 16) {
-    int b = (off - 0x200) >> 5;
-    switch (off & 0x1F) {
-      case 0x00: value = eu.bar[b].trigger_mask; return true;
-      case 0x04: value = eu.bar[b].status; return true;
-      case 0x08: value = eu.bar[b].status ? 1 : 0; return true;
-      case 0x0C: value = eu.bar[b].target_mask; return true;
-      case 0x18:
-      case 0x1C:
+  if (off >= EU_BARRIER && off < EU_BARRIER + EU_BARRIER_STRIDE * EU_BARRIER_COUNT) {
+    int b = (int)((off - EU_BARRIER) / EU_BARRIER_STRIDE);
+    switch ((off - EU_BARRIER) % EU_BARRIER_STRIDE) {
+      case EU_BAR_TRIGGER_MASK: value = eu.bar[b].trigger_mask; return true;
+      case EU_BAR_STATUS: value = eu.bar[b].status; return true;
+      case EU_BAR_STATUS_SUMMARY: value = eu.bar[b].status ? 1 : 0; return true;
+      case EU_BAR_TARGET_MASK: value = eu.bar[b].target_mask; return true;
+      case EU_BAR_TRIGGER_WAIT:
+      case EU_BAR_TRIGGER_WAIT_CLEAR:
         barrier_arrive(b, i, c.t);
-        wait_events(1u << 16, (off & 0x1F) == 0x1C);
+        wait_events(1u << EU_EVT_BARRIER, (off - EU_BARRIER) % EU_BARRIER_STRIDE == EU_BAR_TRIGGER_WAIT_CLEAR);
         return true;
       default: return true;
     }
@@ -177,14 +177,14 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
   int i = c.cluster_core;
   if (i < 0) return false;
   switch (off) {
-    case 0x00: eu.mask[i] = v; eu_try_wake(c, c.t); return true;
-    case 0x04: eu.mask[i] &= ~v; return true;
-    case 0x08: eu.mask[i] |= v; eu_try_wake(c, c.t); return true;
-    case 0x0C: eu.irq_mask[i] = v; return true;
-    case 0x10: eu.irq_mask[i] &= ~v; return true;
-    case 0x14: eu.irq_mask[i] |= v; return true;
-    case 0x28: eu.buffer[i] &= ~v; return true;
-    case 0x80: {  // dispatch push to every core of the team
+    case EU_MASK: eu.mask[i] = v; eu_try_wake(c, c.t); return true;
+    case EU_MASK_AND: eu.mask[i] &= ~v; return true;
+    case EU_MASK_OR: eu.mask[i] |= v; eu_try_wake(c, c.t); return true;
+    case EU_IRQ_MASK: eu.irq_mask[i] = v; return true;
+    case EU_IRQ_MASK_AND: eu.irq_mask[i] &= ~v; return true;
+    case EU_IRQ_MASK_OR: eu.irq_mask[i] |= v; return true;
+    case EU_BUFFER_CLEAR: eu.buffer[i] &= ~v; return true;
+    case EU_DISPATCH: {  // dispatch push to every core of the team
       for (int j = 0; j < n_cluster; j++) {
         if (!(eu.team >> j & 1)) continue;
         Core& p = pe(j);
@@ -195,11 +195,11 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
       }
       return true;
     }
-    case 0x84: eu.team = v; return true;
+    case EU_TEAM_CONFIG: eu.team = v; return true;
     default: break;
   }
-  if (off >= 0xC0 && off < 0x100) {  // mutex unlock: hand over to the waiter that has waited longest
-    int mx = (off & 0xF) >> 2;
+  if (off >= EU_MUTEX && off < EU_SW_EVENT) {  // mutex unlock: hand over to the waiter that has waited longest
+    int mx = (int)(((off - EU_MUTEX) >> 2) % EU_MUTEX_COUNT);
     Core* next = nullptr;
     for (int j = 0; j < n_cluster; j++) {
       Core& p = pe(j);
@@ -211,22 +211,22 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
     if (next) wake(*next, 0, c.t);
     return true;
   }
-  if (off >= 0x100 && off < 0x140) {  // software event e to a core mask (0 = all cores)
-    int e = (off - 0x100) >> 2;
+  if (off >= EU_SW_EVENT && off < EU_SW_EVENT + 4 * EU_SW_EVENT_COUNT) {  // software event e to a core mask (0 = all cores)
+    int e = (off - EU_SW_EVENT) >> 2;
     uint32_t mask = v ? v : (1u << n_cluster) - 1;
     eu_set_events(mask, 1u << e, c.t);
     return true;
   }
-  if (off >= 0x200 && off < 0x200 + 0x20 * 16) {
-    int b = (off - 0x200) >> 5;
-    switch (off & 0x1F) {
-      case 0x00: eu.bar[b].trigger_mask = v; return true;
-      case 0x0C: eu.bar[b].target_mask = v; return true;
-      case 0x10:
+  if (off >= EU_BARRIER && off < EU_BARRIER + EU_BARRIER_STRIDE * EU_BARRIER_COUNT) {
+    int b = (int)((off - EU_BARRIER) / EU_BARRIER_STRIDE);
+    switch ((off - EU_BARRIER) % EU_BARRIER_STRIDE) {
+      case EU_BAR_TRIGGER_MASK: eu.bar[b].trigger_mask = v; return true;
+      case EU_BAR_TARGET_MASK: eu.bar[b].target_mask = v; return true;
+      case EU_BAR_TRIGGER:
         for (int j = 0; j < n_cluster; j++)
           if (v >> j & 1) barrier_arrive(b, j, c.t);
         return true;
-      case 0x14: barrier_arrive(b, i, c.t); return true;
+      case EU_BAR_TRIGGER_SELF: barrier_arrive(b, i, c.t); return true;
       default: return true;
     }
   }
@@ -236,13 +236,15 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
 // ---------------------------------------------------------------- cluster DMA (MCHAN v7)
 
 bool Machine::dma_read(Core& c, uint32_t off, int channel, uint32_t& value) {
-  if (off == 0x0) {  // allocate a transfer counter
-    if (dma_alloc == 0xffff) {
+  const uint32_t all = (1u << MCHAN_COUNTERS) - 1;
+  if (off == MCHAN_CMD) {  // allocate a transfer counter
+    if (dma_alloc == all) {
       // The hardware would stall this core until software frees a counter, which it never can.
-      c.fault("DMA error", "all 16 cluster-DMA transfer counters are in use; wait for transfers (pi_cl_dma_cmd_wait) to free them");
+      c.fault("DMA error", "all " + std::to_string(MCHAN_COUNTERS) +
+                               " cluster-DMA transfer counters are in use; wait for transfers (pi_cl_dma_cmd_wait) to free them");
       return true;
     }
-    for (uint32_t tid = 0; tid < 16; tid++) {
+    for (uint32_t tid = 0; tid < MCHAN_COUNTERS; tid++) {
       if (!(dma_alloc >> tid & 1)) {
         dma_alloc |= 1u << tid;
         dma_chan[channel].tid = (int)tid;
@@ -251,7 +253,7 @@ bool Machine::dma_read(Core& c, uint32_t off, int channel, uint32_t& value) {
       }
     }
   }
-  if (off == 0x4) {
+  if (off == MCHAN_STATUS) {
     value = (dma_alloc << 16) | dma_active;
     return true;
   }
@@ -260,33 +262,33 @@ bool Machine::dma_read(Core& c, uint32_t off, int channel, uint32_t& value) {
 }
 
 bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
-  if (off == 0x4) {  // free transfer counters
-    dma_alloc &= ~(v & 0xffff);
+  if (off == MCHAN_STATUS) {  // free transfer counters
+    dma_alloc &= ~(v & ((1u << MCHAN_COUNTERS) - 1));
     return true;
   }
-  if (off != 0x0) return true;
+  if (off != MCHAN_CMD) return true;
   DmaChannel& ch = dma_chan[channel];
   ch.words[ch.n++] = v;
-  bool two_d = ch.words[0] >> 19 & 1;
+  bool two_d = ch.words[0] >> MCHAN_TWOD_BIT & 1;
   if (ch.n < (two_d ? 5 : 3)) return true;
   ch.n = 0;
   DmaXfer x{};
   uint32_t w0 = ch.words[0];
-  x.len = w0 & 0x1ffff;
-  x.to_l1 = w0 >> 17 & 1;
+  x.len = w0 & ((1u << MCHAN_LEN_BITS) - 1);
+  x.to_l1 = w0 >> MCHAN_DIR_BIT & 1;
   x.two_d = two_d;
-  x.event = w0 >> 20 & 1;
-  x.irq = w0 >> 21 & 1;
-  x.bcast = w0 >> 22 & 1;
-  x.loc = ch.words[1] & 0xfffff;  // TCDM addresses are 20 bits
+  x.event = w0 >> MCHAN_EVENT_BIT & 1;
+  x.irq = w0 >> MCHAN_IRQ_BIT & 1;
+  x.bcast = w0 >> MCHAN_BCAST_BIT & 1;
+  x.loc = ch.words[1] & ((1u << MCHAN_LOC_BITS) - 1);
   x.ext = ch.words[2];
   x.row_len = two_d ? ch.words[3] : x.len;
   x.stride = two_d ? ch.words[4] : x.len;
   x.channel = channel;
   // the counter this channel's last CMD read allocated
-  uint32_t tid = ch.tid < 0 ? 16u : (uint32_t)ch.tid;
+  uint32_t tid = ch.tid < 0 ? MCHAN_COUNTERS : (uint32_t)ch.tid;
   ch.tid = -1;
-  if (tid == 16 || !(dma_alloc >> tid & 1) || (dma_active >> tid & 1)) {
+  if (tid == MCHAN_COUNTERS || !(dma_alloc >> tid & 1) || (dma_active >> tid & 1)) {
     c.fault("DMA error", "transfer queued without an allocated counter (read CMD first)");
     return true;
   }
@@ -301,8 +303,8 @@ bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
     return true;
   }
   x.tid = tid;
-  // Timing: 2 cycles through the queues, then 8 bytes per cycle on the TCDM side; every row of a
-  // 2-D transfer takes at least one cycle; L1 -> L2 adds one cycle per 256-byte burst.
+  // Timing: issue cycles through the queues, then dma.bytes_per_cycle on the TCDM side; every row of
+  // a 2-D transfer takes at least one cycle; L1 -> L2 adds one cycle per dma.l1_to_l2_burst bytes.
   uint64_t start = std::max<uint64_t>(c.t + 1 + dma_issue, dma_free_at);
   uint64_t dur = 0;
   uint32_t rows = x.two_d ? (x.len + x.row_len - 1) / x.row_len : 1;
@@ -354,13 +356,13 @@ void Machine::dma_complete(uint32_t tid, uint64_t when) {
     done += n;
   }
   dma_active &= ~(1u << tid);
-  // Completion events: with broadcast every core channel raises event 8; the shared (periph) channel
-  // only ever raises the external line, event 22 on every core.
+  // Completion events: with broadcast every core channel raises the DMA event; the shared (periph)
+  // channel only ever raises the external line, on every core.
   uint32_t all = (1u << n_cluster) - 1;
   bool periph = x.channel >= n_cluster;
-  if (x.event && x.bcast) eu_set_events(all, 1u << 8, when);
-  if (x.event && !x.bcast && !periph) eu_set_events(1u << x.channel, 1u << 8, when);
-  if (periph) eu_set_events(all, 1u << 22, when);
+  if (x.event && x.bcast) eu_set_events(all, 1u << EU_EVT_DMA, when);
+  if (x.event && !x.bcast && !periph) eu_set_events(1u << x.channel, 1u << EU_EVT_DMA, when);
+  if (periph) eu_set_events(all, 1u << EU_EVT_DMA_EXT, when);
 }
 
 // ---------------------------------------------------------------- uDMA and HyperBus memories
@@ -375,61 +377,60 @@ void Machine::fc_notify(uint64_t when) {
   }
 }
 
-// Offsets relative to the hyper peripheral (uDMA id 8): 8 transaction channels of 0x80, then the
-// common registers at +0x400.
+// Offsets relative to the hyper peripheral: its transaction channels, then the common registers.
 bool Machine::udma_read(Core& c, uint32_t off, uint32_t& value) {
   (void)c;
   value = 0;
-  if (off >= 0x400) {
-    if (off == 0x424) {  // TRANS_ID_ALLOC: a free transaction id, 8 if none
-      value = 8;
-      for (uint32_t k = 0; k < 8; k++) {
-        uint32_t id = (hyper_next_id + k) % 8;
+  if (off >= HYPER_COMMON) {
+    if (off == HYPER_COMMON + HYPER_TID_ALLOC) {  // a free transaction id, or the channel count if none
+      value = HYPER_CHANNELS;
+      for (uint32_t k = 0; k < HYPER_CHANNELS; k++) {
+        uint32_t id = (hyper_next_id + k) % HYPER_CHANNELS;
         if (!hyper[id].busy) {
           value = id;
-          hyper_next_id = (id + 1) % 8;
+          hyper_next_id = (id + 1) % HYPER_CHANNELS;
           break;
         }
       }
-    } else if (off == 0x420) {
+    } else if (off == HYPER_COMMON + HYPER_MEM_SEL) {
       value = hyper_mem_sel;
     }
     return true;
   }
-  HyperTrans& h = hyper[off >> 7];
-  switch (off & 0x7F) {
-    case 0x00: value = h.rx_saddr; break;
-    case 0x04: value = h.rx_size; break;
-    case 0x0C: value = h.tx_saddr; break;
-    case 0x10: value = h.tx_size; break;
-    case 0x18: value = h.ca; break;
-    case 0x1C: value = h.addr; break;
-    case 0x24: value = h.busy ? 1 : 0; break;
+  HyperTrans& h = hyper[off / HYPER_CHANNEL_STRIDE];
+  switch (off % HYPER_CHANNEL_STRIDE) {
+    case HYPER_RX_SADDR: value = h.rx_saddr; break;
+    case HYPER_RX_SIZE: value = h.rx_size; break;
+    case HYPER_TX_SADDR: value = h.tx_saddr; break;
+    case HYPER_TX_SIZE: value = h.tx_size; break;
+    case HYPER_CA_SETUP: value = h.ca; break;
+    case HYPER_HYPER_ADDR: value = h.addr; break;
+    case HYPER_STATUS: value = h.busy ? 1 : 0; break;
     default: break;
   }
   return true;
 }
 
 bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
-  if (off >= 0x400) {
-    if (off == 0x420) hyper_mem_sel = v & 1;
+  if (off >= HYPER_COMMON) {
+    if (off == HYPER_COMMON + HYPER_MEM_SEL) hyper_mem_sel = v & 1;
     return true;
   }
-  uint32_t id = off >> 7;
+  uint32_t id = off / HYPER_CHANNEL_STRIDE;
   HyperTrans& h = hyper[id];
-  switch (off & 0x7F) {
-    case 0x00: h.rx_saddr = v; return true;
-    case 0x04: h.rx_size = v; return true;
-    case 0x0C: h.tx_saddr = v; return true;
-    case 0x10: h.tx_size = v; return true;
-    case 0x18: h.ca = v; return true;
-    case 0x1C: h.addr = v; return true;
-    case 0x08:
-    case 0x14: break;
+  switch (off % HYPER_CHANNEL_STRIDE) {
+    case HYPER_RX_SADDR: h.rx_saddr = v; return true;
+    case HYPER_RX_SIZE: h.rx_size = v; return true;
+    case HYPER_TX_SADDR: h.tx_saddr = v; return true;
+    case HYPER_TX_SIZE: h.tx_size = v; return true;
+    case HYPER_CA_SETUP: h.ca = v; return true;
+    case HYPER_HYPER_ADDR: h.addr = v; return true;
+    case HYPER_RX_CFG:
+    case HYPER_TX_CFG: break;
     default: return true;
   }
-  if (!(v & 0x10)) return true;  // CFG without EN
-  bool read = (off & 0x7F) == 0x08;  // RX: external memory -> L2
+  if (!(v & HYPER_CFG_EN)) return true;  // CFG without EN
+  bool read = off % HYPER_CHANNEL_STRIDE == HYPER_RX_CFG;  // RX: external memory -> L2
   std::vector<uint8_t>& mem = hyper_mem_sel ? flash : hyperram;
   const char* mname = hyper_mem_sel ? "flash" : "hyperram";
   uint32_t l2a = read ? h.rx_saddr : h.tx_saddr;
@@ -454,9 +455,9 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
   } else {
     std::memcpy(&mem[h.addr], p, n);
   }
-  std::string dev = hyper_mem_sel ? "flash" : "hyperram";
-  double cpb = cfg.get("mem." + dev + "." + (read ? "read_cycles_per_byte" : "write_cycles_per_byte"));
-  uint64_t setup = cfg.u("mem." + dev + "." + (read ? "read_setup_cycles" : "write_setup_cycles"));
+  const ExtMem& em = ext_mem[hyper_mem_sel];
+  double cpb = read ? em.read_cpb : em.write_cpb;
+  uint64_t setup = read ? em.read_setup : em.write_setup;
   uint64_t start = std::max<uint64_t>(c.t + 1, udma_free_at);
   uint64_t dur = setup + (uint64_t)(cpb * n + 0.5);
   udma_free_at = start + dur;

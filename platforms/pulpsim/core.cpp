@@ -1,7 +1,7 @@
 // One RI5CY-class core: fetch, decode cache, execute, and the timing rules of GVSoC's ISS v1
 // (platform-facts 3.1-3.4): one instruction per cycle plus stalls; loads stall for the bus latency
-// and leave a one-cycle load-use gap; mul/mulh stall unconditionally and leave a one-cycle gap;
-// taken branches and jumps pay a penalty; a 16-byte prefetch buffer refills per line.
+// and leave a load-use gap; mul/mulh stall unconditionally and leave a gap; taken branches and jumps
+// pay a penalty; the prefetch buffer refills per line. Every number is a platform key.
 #include <cstring>
 
 #include "sem.hpp"
@@ -17,33 +17,31 @@ Core::Core(Machine* mach, int idx, bool fc, uint32_t hid) : m(mach), index(idx),
   std::memset(pc_base, 0, sizeof(pc_base));
   reset_scoreboard();
   fo = m->fp_separate ? 32 : 0;
-  apu_idx = fc ? 14 : 18;
-  branch_extra = c.u("timing.branch_taken") - 1;
-  jump_extra = c.u("timing.jump") - 1;
-  mul_lat = c.u("timing.mul");
-  mulh_lat = c.u("timing.mulh");
-  fdiv_s_lat = c.u("timing.fdiv_s");
-  fdiv_h_lat = c.u("timing.fdiv_h");
-  elw_overhead = c.u("timing.elw_overhead");
-  misaligned_extra_access = c.u("timing.misaligned_extra_access") != 0;
+  apu_idx = fc ? EV_FC_APU_CONT : EV_CLUSTER_APU_CONT;
+#define PULPSIM_TIMING_READ(k) t_##k = c.u("timing." #k);
+  TIMING_KEYS(PULPSIM_TIMING_READ)
+#undef PULPSIM_TIMING_READ
+  if (t_div != TIMING_DIV_CLZ) throw std::runtime_error("timing.div: unknown divider model");
+  const std::string who = fc ? "fc." : "cluster.";
+  uint32_t line = c.u(who + "fetch_line");
+  line_shift = (uint32_t)__builtin_ctz(line);
+  line_mask = line - 1;
+  fetch_latency = c.u(who + "fetch_latency");
+  icache_miss = c.u(who + "icache_miss_latency");
   if (fc) {
     lat_l2 = c.u("mem.l2.fc_latency");
     lat_l1 = c.u("mem.l1.fc_latency");
     lat_apb = c.u("bus.fc_apb");
     lat_cl_periph = c.u("bus.fc_cluster_periph");
     lat_demux = c.u("bus.fc_cluster_periph");
-    fetch_latency = c.u("fc.fetch_latency");
-    icache_miss = c.u("fc.icache_miss_latency");
-    icache.init(c.u("fc.icache_size"), c.u("fc.icache_ways"), 16);
+    icache.init(c.u("fc.icache_size"), c.u("fc.icache_ways"), line);
   } else {
     lat_l2 = c.u("mem.l2.cluster_latency");
     lat_l1 = c.u("mem.l1.cluster_latency");
     lat_apb = c.u("bus.cluster_apb");
     lat_cl_periph = c.u("bus.cluster_periph");
     lat_demux = c.u("bus.cluster_demux");
-    fetch_latency = c.u("cluster.fetch_latency");
-    icache_miss = c.u("cluster.icache_miss_latency");
-    icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), 16);
+    icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), line);
     icache_l0_latency = c.u("cluster.icache_l0_latency");
   }
 }
@@ -79,8 +77,8 @@ uint8_t* Core::ram(uint32_t addr, uint32_t size, int& lat) {
     return &m->l1[o];
   }
   if (is_fc) {
-    // The SoC interconnect maps 0x0 to the first 32 KiB private L2 bank.
-    if (addr < 0x8000 && size <= 0x8000 - addr) {
+    // The SoC interconnect maps 0x0 to the first private L2 bank.
+    if (addr < m->l2_fc_alias && size <= m->l2_fc_alias - addr) {
       lat = lat_l2;
       return &m->l2[addr];
     }
@@ -118,7 +116,7 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   if ((addr & 3) + size > 4) {  // crosses a 32-bit word: a second full access
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;
-    uint32_t more = misaligned_extra_access ? lat + 1 : 1;
+    uint32_t more = t_misaligned == TIMING_MISALIGNED_EXTRA_ACCESS ? lat + 1 : 1;
     ev[X_MISALIGNED] += more;
     total += more;
   }
@@ -137,7 +135,7 @@ void Core::ld_rd(uint32_t rd, uint32_t addr, int size, bool sign) {
   X[rd] = v;
   extra += total - 1;
   if (rd) {
-    ready[rd] = t + total + 1;
+    ready[rd] = t + total + t_load_use;
     ready_load[rd] = true;
   }
 }
@@ -150,7 +148,7 @@ void Core::ld_frd(uint32_t rd, uint32_t addr, int size) {
   X[r] = v;
   extra += total - 1;
   if (r) {
-    ready[r] = t + total + 1;
+    ready[r] = t + total + t_load_use;
     ready_load[r] = true;
   }
 }
@@ -175,7 +173,7 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   if ((addr & 3) + size > 4) {
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;  // GVSoC counts the second beat as a load, even for a store
-    uint32_t more = misaligned_extra_access ? lat + 1 : 1;
+    uint32_t more = t_misaligned == TIMING_MISALIGNED_EXTRA_ACCESS ? lat + 1 : 1;
     ev[X_MISALIGNED] += more;
     total += more;
   }
@@ -231,56 +229,58 @@ void Core::perf_set_active(bool on) {
 uint32_t Core::csr_read(uint32_t csr, bool& ok) {
   ok = true;
   switch (csr) {
-    case 0x001: return fflags;
-    case 0x002: return frm;
-    case 0x003: return (frm << 5) | fflags;
-    case 0x300: return mstatus;
-    case 0x301: return 0x40000000u;  // misa: MXL = 32 only, as GVSoC
-    case 0x304: return mie;
-    case 0x305: return mtvec;
-    case 0x340: return mscratch;
-    case 0x341: return mepc;
-    case 0x342: return mcause;
-    case 0x343: return mtval;
-    case 0x344: return 0;
+    case CSR_FFLAGS: return fflags;
+    case CSR_FRM: return frm;
+    case CSR_FCSR: return (frm << 5) | fflags;
+    case CSR_MSTATUS: return mstatus;
+    case CSR_MISA: return CSR_VALUE_MISA;
+    case CSR_MIE: return mie;
+    case CSR_MTVEC: return mtvec;
+    case CSR_MSCRATCH: return mscratch;
+    case CSR_MEPC: return mepc;
+    case CSR_MCAUSE: return mcause;
+    case CSR_MTVAL: return mtval;
+    case CSR_MIP: return 0;
     // GVSoC's mcycle does not yet include the refill of the reading instruction's own line.
-    case 0xB00: case 0xC00: case 0xC01: return (uint32_t)cycle;
-    case 0xB80: case 0xC80: case 0xC81: return (uint32_t)(cycle >> 32);
-    case 0xB02: case 0xC02: case 0xB82: case 0xC82: return 0;  // minstret is not implemented in GVSoC's ISS: reads 0
-    case 0xF11: case 0xF12: case 0xF13: case 0xF15: return 0;
-    case 0xF14: case 0x014: return hartid;
-    case 0xCC0: return pcer;
-    case 0xCC1: return pcmr;
-    case 0x7C0: return lp_start[0];
-    case 0x7C1: return lp_end[0];
-    case 0x7C2: return lp_count[0];
-    case 0x7C4: return lp_start[1];
-    case 0x7C5: return lp_end[1];
-    case 0x7C6: return lp_count[1];
+    case CSR_MCYCLE: case CSR_CYCLE: case CSR_TIME: return (uint32_t)cycle;
+    case CSR_MCYCLEH: case CSR_CYCLEH: case CSR_TIMEH: return (uint32_t)(cycle >> 32);
+    case CSR_MINSTRET: case CSR_INSTRET: case CSR_MINSTRETH: case CSR_INSTRETH:
+      return 0;  // minstret is not implemented in GVSoC's ISS: reads 0
+    case CSR_MVENDORID: case CSR_MARCHID: case CSR_MIMPID: case CSR_MCONFIGPTR: return 0;
+    case CSR_MHARTID: case CSR_UHARTID: return hartid;
+    case CSR_PCER: return pcer;
+    case CSR_PCMR: return pcmr;
+    case CSR_LPSTART0: return lp_start[0];
+    case CSR_LPEND0: return lp_end[0];
+    case CSR_LPCOUNT0: return lp_count[0];
+    case CSR_LPSTART1: return lp_start[1];
+    case CSR_LPEND1: return lp_end[1];
+    case CSR_LPCOUNT1: return lp_count[1];
     default: break;
   }
-  if (csr >= 0x780 && csr < 0x79F) return (uint32_t)perf_read(csr - 0x780);
-  if (csr == 0x79F) return 0;
+  if (csr >= CSR_PCCR0 && csr < CSR_PCCR_ALL) return (uint32_t)perf_read(csr - CSR_PCCR0);
+  if (csr == CSR_PCCR_ALL) return 0;
   ok = false;
   return 0;
 }
 
 bool Core::csr_write(uint32_t csr, uint32_t v) {
   switch (csr) {
-    case 0x001: fflags = v & 0x1f; return true;
-    case 0x002: frm = v & 7; return true;
-    case 0x003: fflags = v & 0x1f; frm = (v >> 5) & 7; return true;
-    case 0x300: mstatus = v; return true;
-    case 0x301: return true;
-    case 0x304: mie = v; return true;
-    case 0x305: mtvec = v; return true;
-    case 0x340: mscratch = v; return true;
-    case 0x341: mepc = v; return true;
-    case 0x342: mcause = v; return true;
-    case 0x343: mtval = v; return true;
-    case 0x344: return true;
-    case 0xB00: case 0xB02: case 0xB80: case 0xB82: return true;  // writes to the cycle counters are ignored
-    case 0xCC0: {
+    case CSR_FFLAGS: fflags = v & 0x1f; return true;
+    case CSR_FRM: frm = v & 7; return true;
+    case CSR_FCSR: fflags = v & 0x1f; frm = (v >> 5) & 7; return true;
+    case CSR_MSTATUS: mstatus = v; return true;
+    case CSR_MISA: return true;
+    case CSR_MIE: mie = v; return true;
+    case CSR_MTVEC: mtvec = v; return true;
+    case CSR_MSCRATCH: mscratch = v; return true;
+    case CSR_MEPC: mepc = v; return true;
+    case CSR_MCAUSE: mcause = v; return true;
+    case CSR_MTVAL: mtval = v; return true;
+    case CSR_MIP: return true;
+    case CSR_MCYCLE: case CSR_MINSTRET: case CSR_MCYCLEH: case CSR_MINSTRETH:
+      return true;  // writes to the cycle counters are ignored
+    case CSR_PCER: {
       bool act = pcmr & 1;
       if (act) perf_set_active(false);
       pcer = v;
@@ -290,18 +290,18 @@ bool Core::csr_write(uint32_t csr, uint32_t v) {
       }
       return true;
     }
-    case 0xCC1: perf_set_active(v & 1); pcmr = v & 3; return true;
-    case 0x7C0: lp_start[0] = v; return true;
-    case 0x7C1: lp_end[0] = v; return true;
-    case 0x7C2: HWL_COUNT(0, v); return true;
-    case 0x7C4: lp_start[1] = v; return true;
-    case 0x7C5: lp_end[1] = v; return true;
-    case 0x7C6: HWL_COUNT(1, v); return true;
+    case CSR_PCMR: perf_set_active(v & 1); pcmr = v & 3; return true;
+    case CSR_LPSTART0: lp_start[0] = v; return true;
+    case CSR_LPEND0: lp_end[0] = v; return true;
+    case CSR_LPCOUNT0: HWL_COUNT(0, v); return true;
+    case CSR_LPSTART1: lp_start[1] = v; return true;
+    case CSR_LPEND1: lp_end[1] = v; return true;
+    case CSR_LPCOUNT1: HWL_COUNT(1, v); return true;
     default: break;
   }
-  if (csr >= 0x780 && csr <= 0x79F) {
+  if (csr >= CSR_PCCR0 && csr <= CSR_PCCR_ALL) {
     for (int n = 0; n < 32; n++) {
-      if (csr == 0x79F || (int)(csr - 0x780) == n) {
+      if (csr == CSR_PCCR_ALL || (int)(csr - CSR_PCCR0) == n) {
         pccr[n] = v;
         pc_base[n] = ev[n];
       }
@@ -322,7 +322,9 @@ uint32_t Core::csr_op(uint32_t csr, uint32_t value, int op, bool write) {
   }
   if (write) {
     uint32_t nv = op == 0 ? value : op == 1 ? (old | value) : (old & ~value);
-    if ((csr >= 0xC00 && csr < 0xCA0) || (csr >= 0xF11 && csr <= 0xF15)) {  // PULP keeps 0xCC0/0xCC1 writable
+    // CSR numbers with bits 11:10 set are read-only (RISC-V privileged spec 2.1); PULP keeps its
+    // counter control registers there writable.
+    if ((csr >> 10) == 3 && csr != CSR_PCER && csr != CSR_PCMR) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "write to read-only CSR 0x%03x", csr);
       fault("illegal instruction", buf);
@@ -339,8 +341,8 @@ void Core::trap(uint32_t cause, uint32_t) {
 
 void Core::mret() {
   npc = mepc;
-  extra += jump_extra;
-  ev[X_JUMP] += jump_extra;
+  extra += t_jump - 1;
+  ev[X_JUMP] += t_jump - 1;
 }
 
 void Core::wfi() {
@@ -361,7 +363,7 @@ void Core::elw(uint32_t rd, uint32_t addr) {
   eu_touched = false;
   ld_rd(rd, addr, 4, false);
   // Without an event unit behind the address, p.elw behaves as a load plus its fixed overhead.
-  if (!eu_touched) extra += elw_overhead;
+  if (!eu_touched) extra += t_elw_overhead;
   elw_access = false;
 }
 
@@ -409,34 +411,35 @@ const Insn* Core::fetch(uint32_t addr, Insn& tmp) {
     w = rd_le(p4, 4);
   }
   isa_decode(w, *d, m->fp_separate);
+  if (!m->ext_on[op_info[d->op].ext_switch]) d->op = OP_ILLEGAL;  // an extension the platform lacks
   return d;
 }
 
-void Core::hwloop_step(uint32_t at, uint32_t) {
-  // Loop 0 is checked first (the inner loop); the back-edge costs nothing.
+// Returns whether the loop branched back to its start.
+bool Core::hwloop_step(uint32_t at) {
+  // Loop 0 is checked first (the inner loop).
+  bool back = false;
   for (int l = 0; l < 2; l++) {
     if (lp_count[l] && lp_end[l] == at) {
       lp_count[l]--;
       if (lp_count[l]) {
         npc = lp_start[l];
+        back = true;
         break;
       }
     }
   }
   hwl_active = (lp_count[0] | lp_count[1]) != 0;
+  return back;
 }
 
 static const uint64_t RUN_AHEAD = 64;
 
 inline bool Core::is_private(const Insn* d) const {
-  switch (op_info[d->op].timing) {
-    case TC_ALU: case TC_BRANCH: case TC_JUMP: case TC_MUL: case TC_MULH: case TC_DIV: case TC_HWLOOP:
-    case TC_FMV: case TC_CSR:
-      return d->op != OP_ILLEGAL;
-    case TC_FPU:
-      return fpu_busy == nullptr;
-    default:
-      return false;
+  switch (timing_private[op_info[d->op].timing]) {
+    case TP_ALWAYS: return d->op != OP_ILLEGAL;
+    case TP_OWN_FPU: return fpu_busy == nullptr;
+    default: return false;
   }
 }
 
@@ -451,15 +454,16 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
       // another core, so running them early changes no cycle count and keeps the order of every
       // shared interaction. It saves a trip through the scheduler per instruction.
-      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d) || (pc >> 4) != fetch_line || (pc & 15) == 14)
+      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d) || (pc >> line_shift) != fetch_line ||
+          (pc & line_mask) == line_mask - 1)
         break;
     }
     if (!d) return m->status;
     t = cycle;
     extra = 0;
-    uint32_t line = pc >> 4;
+    uint32_t line = pc >> line_shift;
     if (line != fetch_line) refill(line);
-    if ((pc & 15) == 14) refill(line + 1);  // the prefetcher always asks for 4 bytes
+    if ((pc & line_mask) == line_mask - 1) refill(line + 1);  // the prefetcher always asks for 4 bytes
     npc = pc + d->size;
     switch (d->op) {
 #include "isa_exec.inc"
@@ -474,12 +478,15 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       if (m->status == Status::Fault) return m->status;
     }
     X[0] = 0;
+    if (hwl_active && npc == pc + d->size && hwloop_step(pc)) {
+      extra += t_hwloop_overhead;
+      ev[X_HWLOOP] += t_hwloop_overhead;
+    }
     uint64_t before = cycle;
     cycle = t + 1 + extra;
     ev[EV_CYCLES] += cycle - before;
     ev[EV_INSTR]++;
     ev[EV_RVC] += d->size == 2;
-    if (hwl_active && npc == pc + d->size) hwloop_step(pc, d->size);
     if (TRACE && m->trace) {
       std::string s = disasm(d->raw, pc, m->fp_separate);
       std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());

@@ -9,49 +9,102 @@ namespace pulpsim {
 
 Machine::Machine(const std::map<std::string, double>& values) {
   cfg.v = values;
-  fp_separate = cfg.u("isa.fp_separate") != 0;
+  fp_separate = cfg.u("isa.fp_regfile") != 0;
+  ext_on[0] = true;
+  for (int i = 0; i < ISA_SWITCHES; i++) ext_on[i + 1] = cfg.u(isa_switch_keys[i]) != 0;
   l2_base = cfg.u("mem.l2.base");
   l2_size = cfg.u("mem.l2.size");
   l1_base = cfg.u("mem.l1.base");
   l1_size = cfg.u("mem.l1.size");
+  l2_fc_alias = cfg.u("mem.l2.fc_alias_size");
+  l1_tas = cfg.u("mem.l1.tas_offset");
+  cluster_space = cfg.u("cluster.space_size");
   l2.assign(l2_size, 0);
   l1.assign(l1_size, 0);
-  p_stdout = cfg.u("peripherals.stdout");
-  p_soc_ctrl = cfg.u("peripherals.soc_ctrl");
-  p_fc_timer = cfg.u("peripherals.fc_timer");
-  p_fc_icache = cfg.u("fc.icache_ctrl");
-  p_cluster_ctrl = cfg.u("peripherals.cluster_ctrl");
-  p_cluster_icache = cfg.u("peripherals.cluster_icache_ctrl");
+  map_peripherals();
   uint32_t fc_hartid = (cfg.u("fc.cluster_id") << 5) | cfg.u("fc.core_id");
   hyperram.assign(cfg.u("mem.hyperram.size"), 0);
   flash.assign(cfg.u("mem.flash.size"), 0);
   n_cluster = (int)cfg.u("cluster.cores");
   cluster_hartid_base = cfg.u("cluster.hartid_cluster") << 5;
-  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), 16);
-  bootaddr.assign(n_cluster, 0x57575757u);
-  fpu_busy.assign(cfg.u("cluster.fpus"), 0);
+  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"));
+  bootaddr.assign(n_cluster, SOC_BOOTADDR_RESET);
+  uint32_t fpus = cfg.u("cluster.fpus"), divs = cfg.u("cluster.div_units");
+  fpu_busy.assign(fpus, 0);
+  div_busy.assign(divs, 0);
+  uint32_t bank_width = cfg.u("mem.l1.bank_width");
   if (cfg.u("cluster.tcdm_conflicts")) tcdm_busy.assign(cfg.u("mem.l1.banks"), 0);
+  else (void)cfg.get("mem.l1.banks");
   eu.mask.assign(n_cluster, 0);
   eu.irq_mask.assign(n_cluster, 0);
   eu.buffer.assign(n_cluster, 0);
   eu.fifo.assign(n_cluster, {});
+  for (auto& o : eu.mutex_owner) o = -1;
   dma_chan.assign(n_cluster + 1, DmaChannel{});
   dma_bpc = cfg.u("dma.bytes_per_cycle");
   dma_burst = cfg.u("dma.l1_to_l2_burst");
   dma_issue = cfg.u("dma.issue_cycles");
+  for (int i = 0; i < 2; i++) {
+    std::string k = std::string("mem.") + (i ? "flash" : "hyperram") + ".";
+    ext_mem[i] = ExtMem{cfg.get(k + "read_cycles_per_byte"), cfg.get(k + "write_cycles_per_byte"),
+                        cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles")};
+  }
   cores.emplace_back(new Core(this, 0, true, fc_hartid));
-  bool shared_fpu = cfg.u("cluster.fpu_shared") != 0;
   for (int i = 0; i < n_cluster; i++) {
     Core* c = new Core(this, 1 + i, false, cluster_hartid_base | (uint32_t)i);
     c->cluster_core = i;
-    if (shared_fpu) c->fpu_busy = &fpu_busy[i % fpu_busy.size()];
-    c->div_busy = &div_busy;
+    // Core i uses FPU i mod fpus; with one FPU per core nothing is shared, so nothing is tracked.
+    if (fpus < (uint32_t)n_cluster) c->fpu_busy = &fpu_busy[i % fpus];
+    c->div_busy = &div_busy[i % divs];
     if (!tcdm_busy.empty()) {
       c->tcdm_busy = tcdm_busy.data();
       c->tcdm_banks = (uint32_t)tcdm_busy.size();
+      c->tcdm_shift = (uint32_t)__builtin_ctz(bank_width);
     }
     cores.emplace_back(c);
   }
+  cfg.check_all_read();
+}
+
+// The windows of [peripherals]: devices the model knows by name, every other window quiet (reads
+// 0, ignores writes). A window's bus path is the APB inside soc_apb, the demux for a core's own
+// event-unit and DMA views, the cluster's peripheral bus otherwise.
+void Machine::map_peripherals() {
+  static const std::map<std::string, Dev> known = {
+      {"stdout", D_STDOUT}, {"soc_ctrl", D_SOC_CTRL}, {"soc_eu", D_SOC_EU}, {"fc_timer", D_FC_TIMER},
+      {"fc_icache_ctrl", D_FC_ICACHE}, {"udma", D_UDMA}, {"cluster_ctrl", D_CL_CTRL}, {"cluster_timer", D_CL_TIMER},
+      {"event_unit", D_EU}, {"cluster_icache_ctrl", D_CL_ICACHE}, {"dma", D_DMA}, {"eu_demux", D_EU_DEMUX},
+      {"dma_demux", D_DMA_DEMUX}};
+  const std::string pre = "peripherals.", suf = ".base";
+  std::vector<std::string> names;
+  for (auto& kv : cfg.v) {
+    const std::string& k = kv.first;
+    if (k.compare(0, pre.size(), pre) == 0 && k.size() > pre.size() + suf.size() &&
+        k.compare(k.size() - suf.size(), suf.size(), suf) == 0)
+      names.push_back(k.substr(pre.size(), k.size() - pre.size() - suf.size()));
+  }
+  auto win = [&](const std::string& n) {
+    return std::make_pair(cfg.u(pre + n + ".base"), cfg.u(pre + n + ".size"));
+  };
+  auto apb = win("soc_apb");
+  std::vector<Window> devices, regions;
+  for (auto& n : names) {
+    if (n == "soc_apb") continue;
+    auto w = win(n);
+    auto it = known.find(n);
+    Dev dev = it == known.end() ? D_QUIET : it->second;
+    Path path = w.first - apb.first < apb.second ? P_APB : (dev == D_EU_DEMUX || dev == D_DMA_DEMUX) ? P_DEMUX : P_CL_PERIPH;
+    (n == "cluster_periph" ? regions : devices).push_back(Window{w.first, w.second, dev, path});
+  }
+  windows = devices;
+  windows.insert(windows.end(), regions.begin(), regions.end());
+  hyper_base = win("udma").first + HYPER_PERIPH_STRIDE * (HYPER_PERIPH_ID + 1);
+}
+
+const Machine::Window* Machine::window_at(uint32_t addr) const {
+  for (const auto& w : windows)
+    if (addr - w.base < w.size) return &w;
+  return nullptr;
 }
 
 void Machine::set_text(uint32_t lo, uint32_t hi) {
@@ -113,106 +166,81 @@ void Machine::exit_program(int code) {
   for (auto& c : cores) c->slow |= Core::SLOW_STOP;
 }
 
-// APB windows that exist on the SoC but are not modelled beyond reading 0 and ignoring writes.
-struct Window {
-  uint32_t base, size;
-};
-static const Window quiet_apb[] = {
-    {0x1A100000, 0x1000},  // FLLs
-    {0x1A101000, 0x1000},  // GPIO
-    {0x1A102000, 0x480},   // uDMA control and the peripherals before the hyper channels
-    {0x1A107000, 0x800},   // PMU
-    {0x1A109800, 0x800},   // FC interrupt controller
-    {0x1A10B800, 0x800},   // FC timer 1
-    {0x1A190000, 0x1000},  // debug unit / ROM
-};
-static const uint32_t HYPER_BASE = 0x1A102480, HYPER_SIZE = 0x800, SOC_EU = 0x1A106000;
-
-// Cluster peripheral offsets (from the cluster base, 0x10200000 global / 0x00200000 alias).
-static const uint32_t CL_CTRL = 0x0000, CL_TIMER = 0x0400, CL_EU = 0x0800, CL_ICACHE = 0x1400, CL_DMA = 0x1800,
-                      CL_EU_DEMUX = 0x4000, CL_DMA_DEMUX = 0x4400;
-
-// Offset into L1 of an access to its test-and-set alias (L1 + 1 MiB; cluster cores also see it at
-// 0x00100000), or UINT32_MAX when the access is not wholly inside it.
-uint32_t Machine::tas_offset(const Core& c, uint32_t addr, int size) const {
-  uint32_t toff = addr - (l1_base + 0x100000);
-  if (!c.is_fc && addr - 0x100000 < l1_size) toff = addr - 0x100000;
-  return toff < l1_size && toff + size <= l1_size ? toff : UINT32_MAX;
+int Machine::latency(const Core& c, Path p) {
+  return p == P_APB ? c.lat_apb : p == P_DEMUX ? c.lat_demux : c.lat_cl_periph;
 }
 
-// Offset of ADDR in the cluster's peripheral space (cluster cores also see it at 0x00200000).
-bool Machine::cluster_periph_offset(const Core& c, uint32_t addr, uint32_t& off) const {
-  if (addr - p_cluster_ctrl < 0x200000)
-    off = addr - p_cluster_ctrl;
-  else if (!c.is_fc && addr - 0x00200000 < 0x200000)
-    off = addr - 0x00200000;
-  else
-    return false;
-  return true;
+// The global address of an access: cluster cores also see the cluster's space (L1, its test-and-set
+// alias, the peripherals) from address 0.
+uint32_t Machine::global(const Core& c, uint32_t addr) const {
+  return !c.is_fc && addr < cluster_space ? addr + l1_base : addr;
+}
+
+// Offset into L1 of an access to its test-and-set alias, or UINT32_MAX when the access is not
+// wholly inside it.
+uint32_t Machine::tas_offset(uint32_t addr, int size) const {
+  uint32_t toff = addr - (l1_base + l1_tas);
+  return toff < l1_size && toff + size <= l1_size ? toff : UINT32_MAX;
 }
 
 bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat) {
   value = 0;
-  (void)size;
-  if (addr >= 0x1A100000 && addr < 0x1A200000) {
-    lat = c.lat_apb;
-    if (addr - HYPER_BASE < HYPER_SIZE) return udma_read(c, addr - HYPER_BASE, value);
-    if (addr - p_stdout < 0x1000 || addr - p_soc_ctrl < 0x1000 || addr - p_fc_icache < 0x800 ||
-        addr - SOC_EU < 0x1000)
-      return true;
-    if (addr - p_fc_timer < 0x800) {
-      uint32_t off = addr - p_fc_timer;
-      if (off == 0x8) value = (uint32_t)c.t;
-      if (off == 0xC) value = (uint32_t)(c.t >> 32);
-      return true;
-    }
-    for (const auto& w : quiet_apb)
-      if (addr - w.base < w.size) return true;
-    return false;
-  }
+  addr = global(c, addr);
   // The L1 test-and-set alias: a read returns the word and leaves all ones behind.
-  uint32_t toff = tas_offset(c, addr, size);
+  uint32_t toff = tas_offset(addr, size);
   if (toff != UINT32_MAX) {
     lat = c.lat_l1;
     std::memcpy(&value, &l1[toff], size);
     std::memset(&l1[toff], 0xff, size);
     return true;
   }
-  uint32_t off;
-  if (!cluster_periph_offset(c, addr, off)) return false;
-  if (off - CL_EU_DEMUX < 0x400) {
-    lat = c.lat_demux;
-    return eu_read(c, off - CL_EU_DEMUX, value, c.elw_access) || true;
+  const Window* w = window_at(addr);
+  if (!w) return false;
+  lat = latency(c, w->path);
+  uint32_t off = addr - w->base;
+  switch (w->dev) {
+    case D_UDMA:
+      if (addr - hyper_base < HYPER_WINDOW) return udma_read(c, addr - hyper_base, value);
+      return true;
+    case D_FC_TIMER:
+      if (off == SOC_TIMER_LO) value = (uint32_t)c.t;
+      if (off == SOC_TIMER_HI) value = (uint32_t)(c.t >> 32);
+      return true;
+    case D_EU_DEMUX: return eu_read(c, off, value, c.elw_access) || true;
+    case D_DMA_DEMUX:
+      if (c.is_fc) return true;
+      return dma_read(c, off, c.cluster_core, value);
+    case D_DMA: return dma_read(c, off, n_cluster, value);
+    case D_CL_CTRL:
+      if (off == SOC_FETCH_EN) value = fetch_en;
+      if (off >= SOC_BOOTADDR && (int)((off - SOC_BOOTADDR) / 4) < n_cluster) value = bootaddr[(off - SOC_BOOTADDR) / 4];
+      return true;
+    case D_CL_TIMER:
+      if (off == SOC_TIMER_LO) value = (uint32_t)c.t;
+      return true;
+    default: return true;
   }
-  if (off - CL_DMA_DEMUX < 0x400) {
-    lat = c.lat_demux;
-    if (c.is_fc) return true;
-    return dma_read(c, off - CL_DMA_DEMUX, c.cluster_core, value);
-  }
-  lat = c.lat_cl_periph;
-  if (off - CL_DMA < 0x400) return dma_read(c, off - CL_DMA, n_cluster, value);
-  if (off - CL_CTRL < 0x400) {
-    uint32_t r = off - CL_CTRL;
-    if (r == 0x08) value = fetch_en;
-    if (r >= 0x40 && (int)((r - 0x40) / 4) < n_cluster) value = bootaddr[(r - 0x40) / 4];
-    return true;
-  }
-  if (off - CL_TIMER < 0x400) {
-    uint32_t r = off - CL_TIMER;
-    if (r == 0x8) value = (uint32_t)c.t;
-    return true;
-  }
-  if (off - CL_EU < 0x800) return true;
-  return off < 0x200000;
 }
 
 bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& lat) {
-  if (addr >= 0x1A100000 && addr < 0x1A200000) {
-    lat = c.lat_apb;
-    if (addr - HYPER_BASE < HYPER_SIZE) return udma_write(c, addr - HYPER_BASE, value);
-    if (addr - p_stdout < 0x1000) {
+  addr = global(c, addr);
+  uint32_t toff = tas_offset(addr, size);
+  if (toff != UINT32_MAX) {
+    lat = c.lat_l1;
+    std::memcpy(&l1[toff], &value, size);
+    return true;
+  }
+  const Window* w = window_at(addr);
+  if (!w) return false;
+  lat = latency(c, w->path);
+  uint32_t off = addr - w->base;
+  switch (w->dev) {
+    case D_UDMA:
+      if (addr - hyper_base < HYPER_WINDOW) return udma_write(c, addr - hyper_base, value);
+      return true;
+    case D_STDOUT: {
       // One channel per (cluster, core); lines are flushed on '\n' so that cores do not interleave.
-      uint32_t chan = (addr - p_stdout) >> 3;
+      uint32_t chan = off >> SOC_STDOUT_CORE_SHIFT;
       std::string& b = chan_buf[chan];
       char ch = (char)(value & 0xff);
       b.push_back(ch);
@@ -222,78 +250,50 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       }
       return true;
     }
-    if (addr - p_soc_ctrl < 0x1000) {
-      if (addr - p_soc_ctrl == 0xA0 && (value & 0x80000000u)) {
+    case D_SOC_CTRL:
+      if (off == SOC_CORESTATUS && (value >> SOC_EOC_BIT & 1)) {
         // CORESTATUS with EOC: the 31-bit status, read as a signed number so that -1 stays -1.
         int32_t code = (int32_t)(value << 1) >> 1;
         exit_program(code);
       }
       return true;
-    }
-    if (addr - SOC_EU < 0x1000) {
-      if (addr == SOC_EU) fc_notify(c.t);  // a software SoC event reaches the FC
+    case D_SOC_EU:
+      if (off == 0) fc_notify(c.t);  // a software SoC event reaches the FC
       return true;
-    }
-    if (addr - p_fc_icache < 0x800) {
-      uint32_t off = addr - p_fc_icache;
-      if (off == 0) fc().icache.enabled = value != 0;
-      if (off == 4) fc().icache.flush();
+    case D_FC_ICACHE:
+      if (off == SOC_ICACHE_ENABLE) fc().icache.enabled = value != 0;
+      if (off == SOC_ICACHE_FLUSH) fc().icache.flush();
       return true;
-    }
-    if (addr - p_fc_timer < 0x800) return true;
-    for (const auto& w : quiet_apb)
-      if (addr - w.base < w.size) return true;
-    (void)size;
-    return false;
+    case D_EU_DEMUX: return c.is_fc ? true : eu_write(c, off, value);
+    case D_DMA_DEMUX:
+      if (c.is_fc) return true;
+      return dma_write(c, off, c.cluster_core, value);
+    case D_DMA: return dma_write(c, off, n_cluster, value);
+    case D_CL_CTRL:
+      if (off >= SOC_BOOTADDR && (int)((off - SOC_BOOTADDR) / 4) < n_cluster) bootaddr[(off - SOC_BOOTADDR) / 4] = value;
+      if (off == SOC_FETCH_EN) {
+        // A rising fetch-enable bit starts that core at its boot address.
+        for (int i = 0; i < n_cluster; i++)
+          if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1 + lat, T_CORE_START, i, bootaddr[i]);
+        fetch_en = value;
+      }
+      return true;
+    case D_CL_ICACHE:
+      if (off == SOC_ICACHE_ENABLE) cl_icache_enabled = value != 0;
+      if (off == SOC_ICACHE_FLUSH) {
+        cl_icache_l1.flush();
+        for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();
+      }
+      return true;
+    case D_EU:
+      // full event-unit map: software events (the FC's way in)
+      if (off >= EU_FULL_SW_EVENT && off < EU_FULL_SW_EVENT + 4 * EU_SW_EVENT_COUNT) {
+        uint32_t mask = value ? value : (1u << n_cluster) - 1;
+        eu_set_events(mask, 1u << ((off - EU_FULL_SW_EVENT) >> 2), c.t + lat);
+      }
+      return true;
+    default: return true;
   }
-  uint32_t toff = tas_offset(c, addr, size);
-  if (toff != UINT32_MAX) {
-    lat = c.lat_l1;
-    std::memcpy(&l1[toff], &value, size);
-    return true;
-  }
-  uint32_t off;
-  if (!cluster_periph_offset(c, addr, off)) return false;
-  if (off - CL_EU_DEMUX < 0x400) {
-    lat = c.lat_demux;
-    return c.is_fc ? true : eu_write(c, off - CL_EU_DEMUX, value);
-  }
-  if (off - CL_DMA_DEMUX < 0x400) {
-    lat = c.lat_demux;
-    if (c.is_fc) return true;
-    return dma_write(c, off - CL_DMA_DEMUX, c.cluster_core, value);
-  }
-  lat = c.lat_cl_periph;
-  if (off - CL_DMA < 0x400) return dma_write(c, off - CL_DMA, n_cluster, value);
-  if (off - CL_CTRL < 0x400) {
-    uint32_t r = off - CL_CTRL;
-    if (r >= 0x40 && (int)((r - 0x40) / 4) < n_cluster) bootaddr[(r - 0x40) / 4] = value;
-    if (r == 0x08) {
-      // A rising fetch-enable bit starts that core at its boot address.
-      for (int i = 0; i < n_cluster; i++)
-        if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1 + lat, T_CORE_START, i, bootaddr[i]);
-      fetch_en = value;
-    }
-    return true;
-  }
-  if (off - CL_ICACHE < 0x400) {
-    uint32_t r = off - CL_ICACHE;
-    if (r == 0) cl_icache_enabled = value != 0;
-    if (r == 4) {
-      cl_icache_l1.flush();
-      for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();
-    }
-    return true;
-  }
-  if (off - CL_EU < 0x800) {  // full event-unit map: software events at +0x600 (the FC's way in)
-    uint32_t r = off - CL_EU;
-    if (r >= 0x600 && r < 0x640) {
-      uint32_t mask = value ? value : (1u << n_cluster) - 1;
-      eu_set_events(mask, 1u << ((r - 0x600) >> 2), c.t + lat);
-    }
-    return true;
-  }
-  return off < 0x200000;
 }
 
 static std::string wait_text(const Core& c) {

@@ -94,22 +94,22 @@ static inline uint16_t avg16_gvsoc(uint16_t a, uint16_t b, int rm, uint32_t& fl)
 #define FMV_X_H() (fo ? (uint32_t)(int32_t)(int16_t)FRS1_H : FRS1)
 #define FMV_H_X() (fo ? (0xffff0000u | (uint16_t)RS1) : RS1)
 
-#define JUMP(target)           \
-  do {                         \
-    npc = (target);            \
-    extra += jump_extra;       \
-    ev[X_JUMP] += jump_extra;  \
-    ev[EV_JUMP]++;             \
+#define JUMP(target)            \
+  do {                          \
+    npc = (target);             \
+    extra += t_jump - 1;        \
+    ev[X_JUMP] += t_jump - 1;   \
+    ev[EV_JUMP]++;              \
   } while (0)
-#define BRANCH(cond)                  \
-  do {                                \
-    ev[EV_BRANCH]++;                  \
-    if (cond) {                       \
-      npc = pc + (uint32_t)d->imm;    \
-      extra += branch_extra;          \
-      ev[X_BRANCH] += branch_extra;   \
-      ev[EV_TAKEN]++;                 \
-    }                                 \
+#define BRANCH(cond)                       \
+  do {                                     \
+    ev[EV_BRANCH]++;                       \
+    if (cond) {                            \
+      npc = pc + (uint32_t)d->imm;         \
+      extra += t_branch_taken - 1;         \
+      ev[X_BRANCH] += t_branch_taken - 1;  \
+      ev[EV_BTAKEN]++;                     \
+    }                                      \
   } while (0)
 
 #define LD_RD(a, n, s) ld_rd(d->rd, (a), (n), (s))
@@ -203,21 +203,4 @@ static inline uint16_t avg16_gvsoc(uint16_t a, uint16_t b, int rm, uint32_t& fl)
 // Scoreboard: wait until a source register's producer has delivered it.
 #define STALL_X(r) stall_on(r)
 #define STALL_F(r) stall_on(fo + (r))
-
-// Timing classes; their numbers come from the platform file.
-#define TIMING_ALU() ((void)0)
-#define TIMING_BRANCH() ((void)0)
-#define TIMING_JUMP() ((void)0)
-#define TIMING_LOAD() ((void)0)
-#define TIMING_STORE() ((void)0)
-#define TIMING_CSR() ((void)0)
-#define TIMING_HWLOOP() ((void)0)
-#define TIMING_FMV() ((void)0)
-#define TIMING_SYSTEM() ((void)0)
-#define TIMING_ELW() ((void)0)
-#define TIMING_DIV() ((void)0)
-#define TIMING_MUL() fixed_latency(d->rd, mul_lat)
-#define TIMING_MULH() fixed_latency(d->rd, mulh_lat)
-#define TIMING_FPU() fpu_issue()
-#define TIMING_FDIV_S() fdiv_issue(fdiv_s_lat)
-#define TIMING_FDIV_H() fdiv_issue(fdiv_h_lat)
+// The timing classes' TIMING_<CLASS>() costs are generated into isa_ops.hpp from isa/timing.toml.

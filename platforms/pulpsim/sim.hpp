@@ -8,46 +8,58 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "devices.hpp"
 #include "insn.hpp"
 #include "isa_ops.hpp"
 
 namespace pulpsim {
 
-// Event indices: 0..31 are the PULP performance counters (PCER bit n <-> PCCR n); the rest are
-// extra statistics for the cycle report, never visible to the program.
+// Event indices: 0..31 are the PULP performance counters (isa/counters.toml, generated as EV_* in
+// isa_ops.hpp: PCER bit n <-> PCCR n); from 32 on, extra statistics for the cycle report, never
+// visible to the program.
 enum Ev : int {
-  EV_CYCLES = 0, EV_INSTR = 1, EV_LD_STALL = 2, EV_JMP_STALL = 3, EV_IMISS = 4, EV_LD = 5, EV_ST = 6,
-  EV_JUMP = 7, EV_BRANCH = 8, EV_TAKEN = 9, EV_RVC = 10, EV_ELW = 11, EV_TCDM_CONT = 16,
-  EV_MISALIGNED = 29,
   X_BRANCH = 32,    // taken-branch penalty cycles
   X_JUMP,           // jump penalty cycles
   X_DEP,            // dependency stalls on non-load producers (mul/mulh result used next)
   X_MUL,            // unconditional mul/mulh stalls
   X_DIV,            // integer divide cycles beyond the first
   X_FDIV,           // FP divide/sqrt blocking cycles
+  X_FPU,            // FP op cycles beyond the first (timing.fpu > 1)
   X_FPU_CONT,       // waiting for a shared FPU
   X_BUS,            // load/store latency beyond one cycle (L2, peripherals, ...)
   X_MISALIGNED,     // extra cycles of word-crossing accesses
   X_WAIT,           // cycles asleep (event unit, barrier, wfi)
   X_TCDM,           // L1 bank-conflict stalls
   X_LOAD_USE,       // load-use stalls (the same as LD_STALL minus mul stalls)
+  X_HWLOOP,         // hardware-loop back-edge cycles (timing.hwloop_overhead)
   NEV
 };
 
 enum class Status { Running, Exited, Fault, CycleLimit, Deadlock };
 
+// The platform's numbers (harness.platform.Platform.sim_config). Every read is recorded, so the
+// machine can refuse a key it was given but does not model: a platform number is never ignored.
 struct Config {
   std::map<std::string, double> v;
+  mutable std::set<std::string> used;
   double get(const std::string& k) const {
     auto it = v.find(k);
     if (it == v.end()) throw std::runtime_error("platform config is missing '" + k + "'");
+    used.insert(k);
     return it->second;
   }
   uint32_t u(const std::string& k) const { return (uint32_t)get(k); }
+  bool has(const std::string& k) const { return v.count(k) != 0; }
+  void check_all_read() const {
+    for (auto& kv : v)
+      if (!used.count(kv.first))
+        throw std::runtime_error("platform key '" + kv.first + "' is not modelled by the simulator");
+  }
 };
 
 struct ICache {  // set-associative instruction cache with round-robin replacement per set
@@ -140,12 +152,14 @@ class Core {
   uint32_t pcer = 0x3, pcmr = 0;
   uint64_t pccr[32];
   uint64_t pc_base[32];
-  int apu_idx;             // APU_CONT counter index: 14 on the FC, 18 on cluster cores
+  int apu_idx;             // the APU_CONT counter: its index differs between the FC and cluster cores
 
   // fetch
   uint32_t fetch_line = 0xffffffffu;
+  uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
+  uint32_t line_mask = 15;
   ICache icache;
-  int fetch_latency;       // per 16-byte line when the cache is off or misses
+  int fetch_latency;       // per line when the cache is off or misses
   int icache_miss;
 
   // bus latencies (cycles added by the path; an access costs latency + 1)
@@ -156,9 +170,10 @@ class Core {
   uint32_t extra = 0;      // cycles beyond the first that it occupies
   uint32_t npc = 0;
 
-  // timing parameters
-  uint32_t branch_extra, jump_extra, mul_lat, mulh_lat, fdiv_s_lat, fdiv_h_lat, elw_overhead;
-  bool misaligned_extra_access;
+  // timing parameters: t_<key> for every [timing] key of the platform (isa/timing.toml)
+#define PULPSIM_TIMING_MEMBER(k) uint32_t t_##k = 0;
+  TIMING_KEYS(PULPSIM_TIMING_MEMBER)
+#undef PULPSIM_TIMING_MEMBER
 
   template <bool TRACE>
   Status run(uint64_t limit, uint64_t bound);
@@ -184,7 +199,7 @@ class Core {
   void fault(const std::string& kind, const std::string& detail, bool has_addr = false, uint32_t addr = 0);
   const Insn* fetch(uint32_t pc, Insn& tmp);
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
-  void hwloop_step(uint32_t pc, uint32_t size);
+  bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
@@ -209,17 +224,19 @@ class Core {
     ev[EV_LD_STALL] += n - 1;
     ev[X_MUL] += n - 1;
     if (rd) {
-      ready[rd] = t + n + 1;
+      ready[rd] = t + n + t_mul_use;
       ready_load[rd] = false;
     }
   }
-  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: a private one, no clash)
-  uint64_t* div_busy = nullptr;  // the shared divide/sqrt unit
+  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
+  uint64_t* div_busy = nullptr;  // the divide/sqrt unit it shares (nullptr: its own)
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
   uint32_t tcdm_banks = 1;
+  uint32_t tcdm_shift = 2;       // log2 of the bank width
   Insn tmp_insn;
 
-  inline void fpu_issue() {
+  // An FP op holds its FPU for `lat` cycles and blocks the core for lat - 1.
+  inline void fpu_issue(uint32_t lat) {
     if (fpu_busy) {
       if (*fpu_busy > t) {
         uint64_t s = *fpu_busy - t;
@@ -227,8 +244,11 @@ class Core {
         ev[apu_idx] += s;
         ev[X_FPU_CONT] += s;
       }
-      *fpu_busy = t + 1;
+      *fpu_busy = t + lat;
     }
+    extra += lat - 1;
+    ev[apu_idx] += lat - 1;
+    ev[X_FPU] += lat - 1;
   }
   inline void fdiv_issue(uint32_t lat) {
     if (div_busy) {
@@ -245,11 +265,11 @@ class Core {
     ev[X_FDIV] += lat - 1;
   }
   inline void tcdm_access(uint32_t l1_off) {
-    uint64_t& b = tcdm_busy[(l1_off >> 2) % tcdm_banks];
+    uint64_t& b = tcdm_busy[(l1_off >> tcdm_shift) % tcdm_banks];
     if (b > t) {
       uint64_t s = b - t;
       t = b;
-      ev[EV_TCDM_CONT] += s;
+      ev[EV_CLUSTER_TCDM_CONT] += s;
       ev[X_TCDM] += s;
     }
     b = t + 1;
@@ -281,8 +301,18 @@ class Machine {
     }
   }
 
-  // peripherals
-  uint32_t p_stdout, p_soc_ctrl, p_fc_timer, p_fc_icache, p_cluster_ctrl, p_cluster_icache;
+  // extensions the platform switches on ([isa] keys; index 0: always on)
+  bool ext_on[ISA_SWITCHES + 1];
+
+  // address map outside the memories (platform [peripherals], [memory] aliases, [cluster] space_size)
+  enum Dev { D_QUIET, D_STDOUT, D_SOC_CTRL, D_SOC_EU, D_FC_TIMER, D_FC_ICACHE, D_UDMA, D_CL_CTRL, D_CL_TIMER, D_EU,
+             D_CL_ICACHE, D_DMA, D_EU_DEMUX, D_DMA_DEMUX };
+  enum Path { P_APB, P_CL_PERIPH, P_DEMUX };
+  struct Window { uint32_t base, size; Dev dev; Path path; };
+  std::vector<Window> windows;   // devices before the regions that contain them
+  uint32_t l1_tas, l2_fc_alias, cluster_space;
+  uint32_t hyper_base;           // the uDMA's hyper peripheral
+  const Window* window_at(uint32_t addr) const;
   std::map<uint32_t, std::string> chan_buf;  // stdout channel -> pending line
   std::string out;                           // the program's output, in order of flushed lines
 
@@ -294,7 +324,7 @@ class Machine {
   std::vector<uint32_t> bootaddr;
   uint32_t fetch_en = 0;
   std::vector<uint64_t> fpu_busy;           // one per shared FPU
-  uint64_t div_busy = 0;
+  std::vector<uint64_t> div_busy;           // one per divide/sqrt unit
   std::vector<uint64_t> tcdm_busy;
   Core& pe(int i) { return *cores[1 + i]; }
 
@@ -303,8 +333,8 @@ class Machine {
     std::vector<uint32_t> mask, irq_mask, buffer;
     std::vector<std::vector<uint32_t>> fifo;  // dispatch FIFO, one per core
     uint32_t team = 0;
-    Barrier bar[16];
-    int mutex_owner[4] = {-1, -1, -1, -1};
+    Barrier bar[EU_BARRIER_COUNT];
+    int mutex_owner[EU_MUTEX_COUNT];
   } eu;
   void eu_set_events(uint32_t core_mask, uint32_t bits, uint64_t when);
   void eu_try_wake(Core& c, uint64_t when);
@@ -332,9 +362,11 @@ class Machine {
 
   // ---- peripheral DMA (uDMA) and external memories ----
   std::vector<uint8_t> hyperram, flash;
+  struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup; };
+  ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
   uint32_t hyper_mem_sel = 0;
   struct HyperTrans { uint32_t rx_saddr = 0, rx_size = 0, tx_saddr = 0, tx_size = 0, ca = 0, addr = 0; bool busy = false; };
-  HyperTrans hyper[8];
+  HyperTrans hyper[HYPER_CHANNELS];
   uint32_t hyper_next_id = 0;
   uint64_t udma_free_at = 0, udma_busy_cycles = 0, udma_bytes = 0, udma_transfers = 0;
   bool udma_read(Core& c, uint32_t off, uint32_t& value);
@@ -351,6 +383,8 @@ class Machine {
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
   void process_timed(uint64_t upto);
   enum { T_DMA_DONE = 1, T_UDMA_DONE = 2, T_CORE_START = 3 };
+
+  void map_peripherals();
 
   // run state
   Status status = Status::Running;
@@ -370,8 +404,9 @@ class Machine {
   bool mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& lat);
   bool mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& lat);
   // address decoding shared by mmio_read and mmio_write
-  uint32_t tas_offset(const Core& c, uint32_t addr, int size) const;
-  bool cluster_periph_offset(const Core& c, uint32_t addr, uint32_t& off) const;
+  uint32_t global(const Core& c, uint32_t addr) const;
+  uint32_t tas_offset(uint32_t addr, int size) const;
+  static int latency(const Core& c, Path p);
   void exit_program(int code);
 };
 

@@ -162,7 +162,6 @@ static inline void odl_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows,
   }
 }
 
-#endif
 
 /* ---------------------------------------------------------------- orchestration (master core) */
 
@@ -801,3 +800,5 @@ static inline void odl_zero_lane(f16 *x, int rows, int p, int ch) {
   odl_chunk(rows, &lo, &hi);
   for (int r = lo; r < hi; r++) x[r * p + ch] = 0;
 }
+
+#endif /* ODL_KERNELS_H */

@@ -6,15 +6,7 @@
  * pi_cl_team_fork and join on hardware barrier 0. */
 #include "pmsis.h"
 
-#define CL_CTRL 0x10200000u
-#define CL_EU_FULL 0x10200800u
-#define CL_ICACHE 0x10201400u
-#define SOC_EU_EVENT 0x1A106000u
-#define EVT_SW0 0
-#define EVT_BARRIER 16
-#define EVT_MUTEX 17
-#define EVT_DISPATCH 18
-#define SOC_EVT_CLUSTER_DONE 27
+#define SOC_EVT_CLUSTER_DONE 27   /* the SoC event the master sends the FC: the runtime's choice */
 
 extern char _start[];
 extern char __cluster_stacks[];
@@ -36,9 +28,9 @@ int pi_cluster_open(struct pi_device *device) {
   (void)device;
   if (cluster_on) return 0;
   mailbox_done = 1;
-  pulp_wr(CL_ICACHE, 0xFFFFFFFFu);
-  for (int i = 0; i < PULP_CLUSTER_CORES; i++) pulp_wr(CL_CTRL + 0x40 + 4 * i, (uint32_t)_start);
-  pulp_wr(CL_CTRL + 0x08, (1u << PULP_CLUSTER_CORES) - 1);
+  pulp_wr(PULP_CLUSTER_ICACHE_CTRL + PULP_SOC_ICACHE_ENABLE, 0xFFFFFFFFu);
+  for (int i = 0; i < PULP_CLUSTER_CORES; i++) pulp_wr(PULP_CLUSTER_CTRL + PULP_SOC_BOOTADDR + 4 * i, (uint32_t)_start);
+  pulp_wr(PULP_CLUSTER_CTRL + PULP_SOC_FETCH_EN, (1u << PULP_CLUSTER_CORES) - 1);
   cluster_on = 1;
   return 0;
 }
@@ -62,7 +54,7 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
   if (!cluster_on) pi_cluster_open(device);
   mailbox_done = 0;
   mailbox_task = task;
-  pulp_wr(CL_EU_FULL + 0x600 + 4 * EVT_SW0, 1u);  /* software event 0 to core 0 */
+  pulp_wr(PULP_EVENT_UNIT + PULP_EU_FULL_SW_EVENT + 4 * PULP_EU_EVT_SW0, 1u);  /* software event 0 to core 0 */
 #ifdef PULP_FC_WAIT_WFI
   while (!mailbox_done) __asm__ volatile("wfi");  /* the master's SoC event wakes the FC (embedded model) */
 #else
@@ -77,12 +69,12 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg) {
   if (nb_cores <= 0 || nb_cores > PULP_CLUSTER_CORES) nb_cores = PULP_CLUSTER_CORES;
   uint32_t mask = (1u << nb_cores) - 1;
   __pulp_team_cores = (uint32_t)nb_cores;
-  pulp_wr(PULP_EU_DEMUX + 0x200 + 0x00, mask); /* barrier 0: participants */
-  pulp_wr(PULP_EU_DEMUX + 0x200 + 0x0C, mask); /* ... and whom it wakes */
+  pulp_wr(PULP_EU_DEMUX + PULP_EU_BARRIER + PULP_EU_BAR_TRIGGER_MASK, mask); /* barrier 0: participants */
+  pulp_wr(PULP_EU_DEMUX + PULP_EU_BARRIER + PULP_EU_BAR_TARGET_MASK, mask);  /* ... and whom it wakes */
   if (nb_cores > 1) {
-    pulp_wr(PULP_EU_DEMUX + 0x84, mask & ~1u); /* dispatch to the slaves */
-    pulp_wr(PULP_EU_DEMUX + 0x80, (uint32_t)entry);
-    pulp_wr(PULP_EU_DEMUX + 0x80, (uint32_t)arg);
+    pulp_wr(PULP_EU_DEMUX + PULP_EU_TEAM_CONFIG, mask & ~1u); /* dispatch to the slaves */
+    pulp_wr(PULP_EU_DEMUX + PULP_EU_DISPATCH, (uint32_t)entry);
+    pulp_wr(PULP_EU_DEMUX + PULP_EU_DISPATCH, (uint32_t)arg);
   }
   entry(arg);
   pi_cl_team_barrier();
@@ -90,8 +82,8 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg) {
 
 static void slave_loop(void) {
   for (;;) {
-    void (*entry)(void *) = (void (*)(void *))pulp_elw(PULP_EU_DEMUX + 0x80);
-    void *arg = (void *)pulp_elw(PULP_EU_DEMUX + 0x80);
+    void (*entry)(void *) = (void (*)(void *))pulp_elw(PULP_EU_DEMUX + PULP_EU_DISPATCH);
+    void *arg = (void *)pulp_elw(PULP_EU_DEMUX + PULP_EU_DISPATCH);
     entry(arg);
     pi_cl_team_barrier();
   }
@@ -99,19 +91,20 @@ static void slave_loop(void) {
 
 static void master_loop(void) {
   for (;;) {
-    pulp_evt_wait_clear(1u << EVT_SW0);
+    pulp_evt_wait_clear(1u << PULP_EU_EVT_SW0);
     struct pi_cluster_task *t = mailbox_task;
     if (!t) continue;
     mailbox_task = 0;
     t->entry(t->arg);
     mailbox_done = 1;
-    pulp_wr(SOC_EU_EVENT, SOC_EVT_CLUSTER_DONE);
+    pulp_wr(PULP_SOC_EU, SOC_EVT_CLUSTER_DONE);
   }
 }
 
 /* crt0 jumps here on every cluster core, with the stack not yet set. */
 void __pulp_cluster_main(uint32_t core) {
-  pulp_wr(PULP_EU_DEMUX + 0x08, (1u << EVT_BARRIER) | (1u << EVT_MUTEX) | (1u << EVT_DISPATCH));
+  pulp_wr(PULP_EU_DEMUX + PULP_EU_MASK_OR,
+          (1u << PULP_EU_EVT_BARRIER) | (1u << PULP_EU_EVT_MUTEX) | (1u << PULP_EU_EVT_DISPATCH));
   if (core == 0)
     master_loop();
   else

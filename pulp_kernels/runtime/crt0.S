@@ -8,8 +8,8 @@ _start:
     .option push
     .option norelax
     csrr  t0, mhartid
-    srli  t1, t0, 5
-    andi  t1, t1, 0x3f
+    srli  t1, t0, PULP_SOC_HARTID_CORE_BITS
+    andi  t1, t1, (1 << PULP_SOC_HARTID_CLUSTER_BITS) - 1
     li    t2, PULP_FC_CLUSTER_ID
     bne   t1, t2, 2f
     /* fabric controller: stack, .bss, then main() */
@@ -25,7 +25,7 @@ _start:
     call  main
     call  exit
 2:  /* cluster core: core id in a0 */
-    andi  a0, t0, 0x1f
+    andi  a0, t0, (1 << PULP_SOC_HARTID_CORE_BITS) - 1
     j     __pulp_cluster_start
     .option pop
     .size _start, . - _start
@@ -34,9 +34,9 @@ _start:
     .global exit
     .type exit, @function
 exit:
-    /* CORESTATUS with bit 31 (end of computation): the simulator stops with status a0 & 0x7fffffff */
-    li    t0, PULP_SOC_CTRL + 0xA0
-    li    t1, 0x7fffffff
+    /* CORESTATUS with the end-of-computation bit: the simulator stops with the status below it */
+    li    t0, PULP_SOC_CTRL + PULP_SOC_CORESTATUS
+    li    t1, (1 << PULP_SOC_EOC_BIT) - 1
     and   a0, a0, t1
     not   t1, t1
     or    a0, a0, t1

@@ -2,21 +2,9 @@
  * hyperbus v3 driver). The FC programs a transaction, then polls its STATUS busy bit. */
 #include "pmsis.h"
 
-#define UDMA_CG 0x1A102000u
-#define HYPER (0x1A102000u + 0x80u + (8u << 7))
-#define HCOM (HYPER + 0x400u)
-#define H_MEM_SEL 0x20u
-#define H_TID_ALLOC 0x24u
-#define T_RX_SADDR 0x00u
-#define T_RX_SIZE 0x04u
-#define T_RX_CFG 0x08u
-#define T_TX_SADDR 0x0Cu
-#define T_TX_SIZE 0x10u
-#define T_TX_CFG 0x14u
-#define T_CA_SETUP 0x18u
-#define T_HYPER_ADDR 0x1Cu
-#define T_STATUS 0x24u
-#define CFG_EN 0x10u
+#define UDMA_CG (PULP_UDMA + PULP_HYPER_UDMA_CG)
+#define HYPER (PULP_UDMA + PULP_HYPER_PERIPH_STRIDE * (PULP_HYPER_PERIPH_ID + 1))
+#define HCOM (HYPER + PULP_HYPER_COMMON)
 
 static uint32_t ram_next;  /* bump allocator over the external address space, with reuse of the last free */
 
@@ -27,11 +15,12 @@ void pi_hyperram_conf_init(struct pi_hyperram_conf *conf) {
 void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf) { conf->id = 0; }
 
 static void hyper_setup(uint32_t mem) {
-  pulp_wr(UDMA_CG, pulp_rd(UDMA_CG) | (1u << 8));
-  pulp_wr(HCOM + 0x08, mem ? 0 : 1);          /* EN_LATENCY_ADD */
-  pulp_wr(HCOM + 0x04, mem ? 0xF : 6);        /* T_LATENCY_ACCESS */
-  pulp_wr(HCOM + 0x00, mem ? 4 : 3);          /* PAGE_BOUND */
-  pulp_wr(HCOM + 0x0C, 0xFFFFFFFFu);          /* T_CS_MAX */
+  pulp_wr(UDMA_CG, pulp_rd(UDMA_CG) | (1u << PULP_HYPER_PERIPH_ID));
+  /* the PULP SDK driver's settings for each memory */
+  pulp_wr(HCOM + PULP_HYPER_EN_LATENCY_ADD, mem ? 0 : 1);
+  pulp_wr(HCOM + PULP_HYPER_T_LATENCY_ACCESS, mem ? 0xF : 6);
+  pulp_wr(HCOM + PULP_HYPER_PAGE_BOUND, mem ? 4 : 3);
+  pulp_wr(HCOM + PULP_HYPER_T_CS_MAX, 0xFFFFFFFFu);
 }
 
 int32_t pi_ram_open(struct pi_device *device) {
@@ -57,27 +46,27 @@ int32_t pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size) {
 }
 
 static int32_t hyper_start(uint32_t mem, int write, uint32_t ext, void *l2, uint32_t size) {
-  pulp_wr(HCOM + H_MEM_SEL, mem);
+  pulp_wr(HCOM + PULP_HYPER_MEM_SEL, mem);
   uint32_t tid;
-  while ((tid = pulp_rd(HCOM + H_TID_ALLOC)) >= 8) {
+  while ((tid = pulp_rd(HCOM + PULP_HYPER_TID_ALLOC)) >= PULP_HYPER_CHANNELS) {
   }
-  uint32_t ch = HYPER + 0x80u * tid;
-  pulp_wr(ch + T_CA_SETUP, write ? 0x1 : 0x5);
-  pulp_wr(ch + T_HYPER_ADDR, ext);
+  uint32_t ch = HYPER + PULP_HYPER_CHANNEL_STRIDE * tid;
+  pulp_wr(ch + PULP_HYPER_CA_SETUP, write ? 0x1 : 0x5);
+  pulp_wr(ch + PULP_HYPER_HYPER_ADDR, ext);
   if (write) {
-    pulp_wr(ch + T_TX_SADDR, (uint32_t)l2);
-    pulp_wr(ch + T_TX_SIZE, size);
-    pulp_wr(ch + T_TX_CFG, CFG_EN);
+    pulp_wr(ch + PULP_HYPER_TX_SADDR, (uint32_t)l2);
+    pulp_wr(ch + PULP_HYPER_TX_SIZE, size);
+    pulp_wr(ch + PULP_HYPER_TX_CFG, PULP_HYPER_CFG_EN);
   } else {
-    pulp_wr(ch + T_RX_SADDR, (uint32_t)l2);
-    pulp_wr(ch + T_RX_SIZE, size);
-    pulp_wr(ch + T_RX_CFG, CFG_EN);
+    pulp_wr(ch + PULP_HYPER_RX_SADDR, (uint32_t)l2);
+    pulp_wr(ch + PULP_HYPER_RX_SIZE, size);
+    pulp_wr(ch + PULP_HYPER_RX_CFG, PULP_HYPER_CFG_EN);
   }
   return (int32_t)tid;
 }
 
 static void hyper_wait(int32_t tid) {
-  uint32_t st = HYPER + 0x80u * (uint32_t)tid + T_STATUS;
+  uint32_t st = HYPER + PULP_HYPER_CHANNEL_STRIDE * (uint32_t)tid + PULP_HYPER_STATUS;
   while (pulp_rd(st) & 1) {
   }
 }

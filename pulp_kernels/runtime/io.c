@@ -8,8 +8,10 @@
 static inline volatile uint32_t *stdout_channel(void) {
   uint32_t hartid;
   __asm__ volatile("csrr %0, mhartid" : "=r"(hartid));
-  uint32_t core = hartid & 0x1f, cluster = (hartid >> 5) & 0x3f;
-  return (volatile uint32_t *)(PULP_STDOUT + ((cluster << 7) | (core << 3)));
+  uint32_t core = hartid & ((1u << PULP_SOC_HARTID_CORE_BITS) - 1);
+  uint32_t cluster = (hartid >> PULP_SOC_HARTID_CORE_BITS) & ((1u << PULP_SOC_HARTID_CLUSTER_BITS) - 1);
+  return (volatile uint32_t *)(PULP_STDOUT + ((cluster << PULP_SOC_STDOUT_CLUSTER_SHIFT) |
+                                              (core << PULP_SOC_STDOUT_CORE_SHIFT)));
 }
 
 int putchar(int c) {

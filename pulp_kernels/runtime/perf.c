@@ -1,4 +1,5 @@
-/* pi_perf_read: PCCR n is CSR 0x780 + n, which must be an immediate, hence the switch. */
+/* pi_perf_read: counter n is CSR PULP_CSR_PCCR0 + n, which must be an immediate, hence the switch
+ * over every counter index of pulp_isa.h. */
 #include "pmsis.h"
 
 uint32_t __pulp_perf_cycles_start[PULP_PERF_MAX_CORES];
@@ -8,7 +9,7 @@ uint8_t __pulp_perf_running[PULP_PERF_MAX_CORES];
 #define PCCR(n)                                     \
   case n: {                                         \
     uint32_t v;                                     \
-    __asm__ volatile("csrr %0, 0x780 + " #n : "=r"(v)); \
+    __asm__ volatile("csrr %0, " PULP_STR(PULP_CSR_PCCR0) " + " #n : "=r"(v)); \
     return v;                                       \
   }
 
@@ -20,8 +21,7 @@ unsigned int pi_perf_read(int id) {
     return v;
   }
   switch (id) {
-    PCCR(0) PCCR(1) PCCR(2) PCCR(3) PCCR(4) PCCR(5) PCCR(6) PCCR(7) PCCR(8) PCCR(9) PCCR(10) PCCR(11)
-    PCCR(12) PCCR(13) PCCR(14) PCCR(15) PCCR(16) PCCR(17) PCCR(18) PCCR(29)
+    PULP_PERF_COUNTERS(PCCR)
     default: return 0;
   }
 }

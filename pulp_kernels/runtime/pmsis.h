@@ -1,11 +1,13 @@
 /* pmsis.h: the PMSIS subset that pulp-odl programs use, with PULP SDK names and signatures so the
- * same C builds against the PULP SDK. Addresses come from the generated pulp_platform.h. */
+ * same C builds against the PULP SDK. Every hardware number comes from the generated headers:
+ * addresses and device registers from pulp_platform.h, instructions, CSRs and counters from pulp_isa.h. */
 #ifndef PULP_ODL_PMSIS_H
 #define PULP_ODL_PMSIS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pulp_isa.h"
 #include "pulp_platform.h"
 
 #ifdef __cplusplus
@@ -29,29 +31,33 @@ static inline uint32_t pulp_hartid(void) {
   __asm__ volatile("csrr %0, mhartid" : "=r"(v));
   return v;
 }
-static inline uint32_t pi_core_id(void) { return pulp_hartid() & 0x1f; }
-static inline uint32_t pi_cluster_id(void) { return (pulp_hartid() >> 5) & 0x3f; }
+static inline uint32_t pi_core_id(void) { return pulp_hartid() & ((1u << PULP_SOC_HARTID_CORE_BITS) - 1); }
+static inline uint32_t pi_cluster_id(void) {
+  return (pulp_hartid() >> PULP_SOC_HARTID_CORE_BITS) & ((1u << PULP_SOC_HARTID_CLUSTER_BITS) - 1);
+}
 static inline int pi_is_fc(void) { return pi_cluster_id() == PULP_FC_CLUSTER_ID; }
 
-/* ---- performance counters (PCER 0xCC0, PCMR 0xCC1, PCCR 0x780 + n) ---- */
+/* ---- performance counters (PCER, PCMR, PCCR n: pulp_isa.h) ---- */
 typedef enum {
-  PI_PERF_CYCLES = 17,       /* elapsed cycles (mcycle), also while the core sleeps */
-  PI_PERF_ACTIVE_CYCLES = 0, /* cycles of executed instructions, stalls included */
-  PI_PERF_INSTR = 1,
-  PI_PERF_LD_STALL = 2,
-  PI_PERF_JR_STALL = 3,
-  PI_PERF_IMISS = 4,
-  PI_PERF_LD = 5,
-  PI_PERF_ST = 6,
-  PI_PERF_JUMP = 7,
-  PI_PERF_BRANCH = 8,
-  PI_PERF_BTAKEN = 9,
-  PI_PERF_RVC = 10,
-  PI_PERF_LD_EXT = 12,
-  PI_PERF_ST_EXT = 13,
-  PI_PERF_LD_EXT_CYC = 14,
-  PI_PERF_ST_EXT_CYC = 15,
-  PI_PERF_TCDM_CONT = 16,
+  /* elapsed cycles (mcycle), also while the core sleeps: PMSIS's own number, which pi_perf_read
+   * answers from mcycle (no hardware counter) */
+  PI_PERF_CYCLES = 17,
+  PI_PERF_ACTIVE_CYCLES = PULP_PERF_CYCLES, /* cycles of executed instructions, stalls included */
+  PI_PERF_INSTR = PULP_PERF_INSTR,
+  PI_PERF_LD_STALL = PULP_PERF_LD_STALL,
+  PI_PERF_JR_STALL = PULP_PERF_JR_STALL,
+  PI_PERF_IMISS = PULP_PERF_IMISS,
+  PI_PERF_LD = PULP_PERF_LD,
+  PI_PERF_ST = PULP_PERF_ST,
+  PI_PERF_JUMP = PULP_PERF_JUMP,
+  PI_PERF_BRANCH = PULP_PERF_BRANCH,
+  PI_PERF_BTAKEN = PULP_PERF_BTAKEN,
+  PI_PERF_RVC = PULP_PERF_RVC,
+  PI_PERF_LD_EXT = PULP_PERF_CLUSTER_LD_EXT,
+  PI_PERF_ST_EXT = PULP_PERF_CLUSTER_ST_EXT,
+  PI_PERF_LD_EXT_CYC = PULP_PERF_CLUSTER_LD_EXT_CYC,
+  PI_PERF_ST_EXT_CYC = PULP_PERF_CLUSTER_ST_EXT_CYC,
+  PI_PERF_TCDM_CONT = PULP_PERF_CLUSTER_TCDM_CONT,
 } pi_perf_event_e;
 
 #define PULP_PERF_MAX_CORES 32
@@ -67,11 +73,11 @@ static inline uint32_t pulp_mcycle(void) {
 }
 
 static inline void pi_perf_conf(unsigned int events) {
-  __asm__ volatile("csrw 0xCC0, %0" ::"r"(events & ~(1u << PI_PERF_CYCLES)));
+  __asm__ volatile("csrw " PULP_STR(PULP_CSR_PCER) ", %0" ::"r"(events & ~(1u << PI_PERF_CYCLES)));
 }
 static inline void pi_perf_reset(void) {
   uint32_t s = pulp_perf_slot();
-  __asm__ volatile("csrw 0x79F, zero");
+  __asm__ volatile("csrw " PULP_STR(PULP_CSR_PCCR_ALL) ", zero");
   __pulp_perf_cycles_acc[s] = 0;
   __pulp_perf_cycles_start[s] = pulp_mcycle();
 }
@@ -79,10 +85,10 @@ static inline void pi_perf_start(void) {
   uint32_t s = pulp_perf_slot();
   __pulp_perf_cycles_start[s] = pulp_mcycle();
   __pulp_perf_running[s] = 1;
-  __asm__ volatile("csrwi 0xCC1, 1");
+  __asm__ volatile("csrwi " PULP_STR(PULP_CSR_PCMR) ", 1");
 }
 static inline void pi_perf_stop(void) {
-  __asm__ volatile("csrwi 0xCC1, 0");
+  __asm__ volatile("csrwi " PULP_STR(PULP_CSR_PCMR) ", 0");
   uint32_t s = pulp_perf_slot();
   if (__pulp_perf_running[s]) __pulp_perf_cycles_acc[s] += pulp_mcycle() - __pulp_perf_cycles_start[s];
   __pulp_perf_running[s] = 0;
@@ -133,60 +139,64 @@ static inline int pi_cl_cluster_nb_cores(void) { return PULP_CLUSTER_CORES; }
 void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg);
 static inline int pi_cl_team_nb_cores(void);
 
-/* event unit, per-core view (cluster cores) */
-#define PULP_EU_DEMUX 0x10204000u
+/* event unit, per-core view (cluster cores): PULP_EU_DEMUX */
 static inline uint32_t pulp_elw(uint32_t addr) {
   uint32_t v;
-  __asm__ volatile(".insn i 0x03, 6, %0, 0(%1)" : "=r"(v) : "r"(addr) : "memory");
+  __asm__ volatile(PULP_P_ELW(%0, %1, 0) : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
 static inline void pulp_wr(uint32_t addr, uint32_t v) { *(volatile uint32_t *)addr = v; }
 static inline uint32_t pulp_rd(uint32_t addr) { return *(volatile uint32_t *)addr; }
 /* wait for (and clear) the events of `mask`, as eu_evt_maskWaitAndClr */
 static inline uint32_t pulp_evt_wait_clear(uint32_t mask) {
-  pulp_wr(PULP_EU_DEMUX + 0x08, mask);
-  uint32_t v = pulp_elw(PULP_EU_DEMUX + 0x3C);
-  pulp_wr(PULP_EU_DEMUX + 0x04, mask);
+  pulp_wr(PULP_EU_DEMUX + PULP_EU_MASK_OR, mask);
+  uint32_t v = pulp_elw(PULP_EU_DEMUX + PULP_EU_EVENT_WAIT_CLEAR);
+  pulp_wr(PULP_EU_DEMUX + PULP_EU_MASK_AND, mask);
   return v;
 }
 extern volatile uint32_t __pulp_team_cores;
 static inline int pi_cl_team_nb_cores(void) { return (int)__pulp_team_cores; }
-static inline void pi_cl_team_barrier(void) { (void)pulp_elw(PULP_EU_DEMUX + 0x200 + 0x1C); }
-static inline void pi_cl_team_critical_enter(void) { (void)pulp_elw(PULP_EU_DEMUX + 0xC0); }
-static inline void pi_cl_team_critical_exit(void) { pulp_wr(PULP_EU_DEMUX + 0xC0, 0); }
+static inline void pi_cl_team_barrier(void) {
+  (void)pulp_elw(PULP_EU_DEMUX + PULP_EU_BARRIER + PULP_EU_BAR_TRIGGER_WAIT_CLEAR);
+}
+static inline void pi_cl_team_critical_enter(void) { (void)pulp_elw(PULP_EU_DEMUX + PULP_EU_MUTEX); }
+static inline void pi_cl_team_critical_exit(void) { pulp_wr(PULP_EU_DEMUX + PULP_EU_MUTEX, 0); }
 
-/* ---- cluster DMA (MCHAN, per-core channel) ---- */
+/* ---- cluster DMA (MCHAN, per-core channel PULP_DMA_DEMUX) ---- */
 typedef enum { PI_CL_DMA_DIR_LOC2EXT = 0, PI_CL_DMA_DIR_EXT2LOC = 1 } pi_cl_dma_dir_e;
 typedef struct pi_cl_dma_cmd_s {
   int id;
 } pi_cl_dma_cmd_t;
-#define PULP_DMA_DEMUX 0x10204400u
+#define PULP_DMA_CMD (PULP_DMA_DEMUX + PULP_MCHAN_CMD)
+#define PULP_DMA_STATUS (PULP_DMA_DEMUX + PULP_MCHAN_STATUS)
 static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
                                  pi_cl_dma_cmd_t *cmd) {
-  uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
-  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 20));
-  pulp_wr(PULP_DMA_DEMUX, loc);
-  pulp_wr(PULP_DMA_DEMUX, ext);
+  uint32_t tid = pulp_rd(PULP_DMA_CMD);
+  pulp_wr(PULP_DMA_CMD, size | ((uint32_t)dir << PULP_MCHAN_DIR_BIT) | (1u << PULP_MCHAN_INC_BIT) |
+                            (1u << PULP_MCHAN_EVENT_BIT));
+  pulp_wr(PULP_DMA_CMD, loc);
+  pulp_wr(PULP_DMA_CMD, ext);
   cmd->id = (int)tid;
 }
 /* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
 static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
                                     pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
-  uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
-  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 19) | (1u << 20));
-  pulp_wr(PULP_DMA_DEMUX, loc);
-  pulp_wr(PULP_DMA_DEMUX, ext);
-  pulp_wr(PULP_DMA_DEMUX, length);
-  pulp_wr(PULP_DMA_DEMUX, stride);
+  uint32_t tid = pulp_rd(PULP_DMA_CMD);
+  pulp_wr(PULP_DMA_CMD, size | ((uint32_t)dir << PULP_MCHAN_DIR_BIT) | (1u << PULP_MCHAN_INC_BIT) |
+                            (1u << PULP_MCHAN_TWOD_BIT) | (1u << PULP_MCHAN_EVENT_BIT));
+  pulp_wr(PULP_DMA_CMD, loc);
+  pulp_wr(PULP_DMA_CMD, ext);
+  pulp_wr(PULP_DMA_CMD, length);
+  pulp_wr(PULP_DMA_CMD, stride);
   cmd->id = (int)tid;
 }
 static inline void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd) {
   uint32_t bit = 1u << cmd->id;
-  while (pulp_rd(PULP_DMA_DEMUX + 4) & bit) pulp_evt_wait_clear(1u << 8);
-  pulp_wr(PULP_DMA_DEMUX + 4, bit);
+  while (pulp_rd(PULP_DMA_STATUS) & bit) pulp_evt_wait_clear(1u << PULP_EU_EVT_DMA);
+  pulp_wr(PULP_DMA_STATUS, bit);
 }
 static inline void pi_cl_dma_flush(void) {
-  while (pulp_rd(PULP_DMA_DEMUX + 4) & 0xffff) pulp_evt_wait_clear(1u << 8);
+  while (pulp_rd(PULP_DMA_STATUS) & ((1u << PULP_MCHAN_COUNTERS) - 1)) pulp_evt_wait_clear(1u << PULP_EU_EVT_DMA);
 }
 
 /* ---- HyperRAM and flash through the peripheral DMA (uDMA hyper channel) ---- */

@@ -24,8 +24,11 @@
 #include <pmsis.h>
 #include <pulp_isa.h>
 
-#define TH_CHAN ((volatile uint32_t *)(PULP_STDOUT + (PULP_FC_CLUSTER_ID << 7)))
-#define TH_FC_ICACHE_CTRL ((volatile uint32_t *)0x1A108800u)
+#define TH_CHAN ((volatile uint32_t *)(PULP_STDOUT + (PULP_FC_CLUSTER_ID << PULP_SOC_STDOUT_CLUSTER_SHIFT)))
+#define TH_FC_ICACHE_CTRL ((volatile uint32_t *)(PULP_FC_ICACHE_CTRL + PULP_SOC_ICACHE_ENABLE))
+#define TH_PCER PULP_STR(PULP_CSR_PCER)
+#define TH_PCMR PULP_STR(PULP_CSR_PCMR)
+#define TH_PCCR_ALL PULP_STR(PULP_CSR_PCCR_ALL)
 
 static inline __attribute__((noinline)) void th_str(const char *s) {
   volatile uint32_t *c = TH_CHAN;
@@ -52,6 +55,9 @@ static inline __attribute__((noinline)) void th_kv(const char *tag, uint32_t v) 
 }
 
 #define TH_CSRR(csr) ({ uint32_t __v; __asm__ volatile("csrr %0, " #csr : "=r"(__v)::"memory"); __v; })
+/* performance counter n (pulp_isa.h's PULP_PERF_*) */
+#define TH_PCCR(n) \
+  ({ uint32_t __v; __asm__ volatile("csrr %0, " PULP_STR(PULP_CSR_PCCR0) " + " PULP_STR(n) : "=r"(__v)::"memory"); __v; })
 
 /* ---- timed sections ---- */
 typedef struct { uint32_t cyc, val; } th_r2;
@@ -60,15 +66,15 @@ typedef th_r2 (*th_fn)(uint32_t, uint32_t);
 #define TH_SECTION(name, setup, body, post)                                                          \
   __asm__(".pushsection .text." #name ",\"ax\",@progbits\n.option push\n.option norvc\n"             \
           ".balign 16\n.global " #name "\n.type " #name ", @function\n" #name ":\n"                   \
-          "  csrw 0x79F, zero\n" setup "\n"                                                           \
-          ".balign 16\n  nop\n  nop\n  csrr t6, mcycle\n  csrwi 0xCC1, 1\n" body "\n"                 \
-          "  csrwi 0xCC1, 0\n  csrr t5, mcycle\n  sub a0, t5, t6\n" post "\n  ret\n"                   \
+          "  csrw " TH_PCCR_ALL ", zero\n" setup "\n"                                                \
+          ".balign 16\n  nop\n  nop\n  csrr t6, mcycle\n  csrwi " TH_PCMR ", 1\n" body "\n"          \
+          "  csrwi " TH_PCMR ", 0\n  csrr t5, mcycle\n  sub a0, t5, t6\n" post "\n  ret\n"            \
           ".size " #name ", . - " #name "\n.option pop\n.popsection\n");                              \
   extern th_r2 name(uint32_t, uint32_t);
 
 /* Performance counters on (all events) and the FC instruction cache enabled. */
 static inline void th_timing_init(int icache) {
-  __asm__ volatile("csrwi 0xCC1, 0\n csrw 0xCC0, %0\n csrw 0x79F, zero" ::"r"(0xFFFFFFFFu));
+  __asm__ volatile("csrwi " TH_PCMR ", 0\n csrw " TH_PCER ", %0\n csrw " TH_PCCR_ALL ", zero" ::"r"(0xFFFFFFFFu));
   *TH_FC_ICACHE_CTRL = icache ? 0xFFFFFFFFu : 0;
 }
 
@@ -77,8 +83,8 @@ static inline void th_timing_init(int icache) {
 static inline __attribute__((noinline)) void th_time(const char *tag, th_fn fn, uint32_t a0, uint32_t a1) {
   th_r2 r = fn(a0, a1);
   r = fn(a0, a1);
-  uint32_t v[8] = {r.cyc, r.val, TH_CSRR(0x780), TH_CSRR(0x781), TH_CSRR(0x782), TH_CSRR(0x784),
-                   TH_CSRR(0x78E), TH_CSRR(0x79D)};
+  uint32_t v[8] = {r.cyc, r.val, TH_PCCR(PULP_PERF_CYCLES), TH_PCCR(PULP_PERF_INSTR), TH_PCCR(PULP_PERF_LD_STALL),
+                   TH_PCCR(PULP_PERF_IMISS), TH_PCCR(PULP_PERF_FC_APU_CONT), TH_PCCR(PULP_PERF_MISALIGNED)};
   th_arr(tag, v, 8);
 }
 
