@@ -22,11 +22,11 @@ Machine::Machine(const std::map<std::string, double>& values) {
   l2.assign(l2_size, 0);
   l1.assign(l1_size, 0);
   map_peripherals();
-  uint32_t fc_hartid = (cfg.u("fc.cluster_id") << 5) | cfg.u("fc.core_id");
+  uint32_t fc_hartid = (cfg.u("fc.cluster_id") << SOC_HARTID_CORE_BITS) | cfg.u("fc.core_id");
   hyperram.assign(cfg.u("mem.hyperram.size"), 0);
   flash.assign(cfg.u("mem.flash.size"), 0);
   n_cluster = (int)cfg.u("cluster.cores");
-  cluster_hartid_base = cfg.u("cluster.hartid_cluster") << 5;
+  cluster_hartid_base = cfg.u("cluster.hartid_cluster") << SOC_HARTID_CORE_BITS;
   cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"));
   bootaddr.assign(n_cluster, SOC_BOOTADDR_RESET);
   uint32_t fpus = cfg.u("cluster.fpus"), divs = cfg.u("cluster.div_units");
