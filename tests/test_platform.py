@@ -87,3 +87,72 @@ def test_missing_section(tmp_path):
 def test_unknown_platform_lists_choices():
     with pytest.raises(UserError, match="unknown platform 'nope'.*pulp-open"):
         platmod.load("nope")
+
+
+def test_paper_inherits_pulp_open_and_lists_only_its_differences():
+    import tomllib
+
+    own = tomllib.loads((platmod.PLATFORM_DIR / "paper.toml").read_text())
+    assert own["platform"]["inherits"] == "pulp-open"
+    base, paper = platmod.load("pulp-open"), platmod.load("paper")
+    flat = lambda p: {**p.sim_config(), **{f"{s}.{k}": v for s in ("platform", "isa", "fc", "cluster")  # noqa: E731
+                                            for k, v in p.raw[s].items()}}
+    a, b = flat(base), flat(paper)
+    differ = sorted(k for k in a if a[k] != b.get(k))
+    assert len(differ) == 9, differ     # name, description, models, clock, fpus, bank conflicts, 3 sizes
+    # every value the file states differs from the inherited one: nothing is repeated
+    for sec, table in own.items():
+        if sec == "memory":
+            for m in table:
+                for k, v in m.items():
+                    if k != "name":
+                        assert base.memory(m["name"]).fields[k] != v, (m["name"], k)
+        elif sec != "differences":
+            for k, v in table.items():
+                if k != "inherits":
+                    assert base.raw[sec][k] != v, (sec, k)
+
+
+def test_show_prints_the_resolved_file(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["platform", "show", "paper"]) == 0
+    text = capsys.readouterr().out
+    path = tmp_path / "paper.toml"
+    path.write_text(text)
+    resolved, paper = platmod.load_file(path), platmod.load("paper")
+    assert "inherits" not in text and resolved.raw == paper.raw and resolved.sim_config() == paper.sim_config()
+    assert "[differences]" not in text       # pulp-open's departures from GVSoC are its own
+    assert main(["platform", "list"]) == 0
+    assert "paper (inherits pulp-open)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[platform]\ninherits = "nowhere"\n', ["inherits", "no platform 'nowhere'"]),
+    ('[platform]\ninherits = "loop"\n', ["comes back to loop.toml"]),
+])
+def test_bad_inherits_is_one_line_error(tmp_path, text, words):
+    path = tmp_path / "loop.toml"
+    path.write_text(text)
+    with pytest.raises(UserError) as e:
+        platmod.load_file(path)
+    assert "\n" not in str(e.value) and all(w in str(e.value) for w in words)
+
+
+def test_every_key_has_a_reader_that_reads_it():
+    """Keys the simulator does not read are read by the module the schema names (its source
+    mentions the key); the simulator's own are checked by tests/test_perturbation.py."""
+    from harness import ROOT
+
+    for sec, fields in platmod.schema().items():
+        for key, (_kind, reader) in fields.items():
+            if reader != platmod.SIM:
+                src = (ROOT / reader).read_text()
+                assert f'"{key}"' in src or f"'{key}'" in src, f"[{sec}] {key}: {reader} does not read it"
+
+
+def test_simulator_refuses_what_the_loader_would_not_pass():
+    from harness.backends import embedded
+
+    for name in platmod.available():
+        embedded.simulator().Machine(platmod.load(name).sim_config())   # reads every key it is given
