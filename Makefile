@@ -35,8 +35,8 @@ demo:
 bench-sim:
 	$(PYTHON) -m harness.bench_sim
 
-bench-kernels:
-	$(PYTHON) -m harness.bench_kernels
+# The kernels experiment (experiments/kernels.toml): MAC/cycle of the benchmark kernels, cached.
+bench-kernels: kernels
 
 clean:
 	rm -rf build

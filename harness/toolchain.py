@@ -60,11 +60,19 @@ def find_pulp_gcc() -> Toolchain | None:
     return None
 
 
+_found: dict = {}
+
+
 def find() -> Toolchain:
-    tc = find_pulp_gcc() or find_clang()
-    if tc is None:
-        raise UserError(f"no RISC-V compiler found: clang-19 with ld.lld-19 is needed; {INSTALL_HINT}")
-    return tc
+    """The compiler to use, asked for its version once per process and environment (PATH and
+    PULP_RISCV_GCC_TOOLCHAIN decide what is found)."""
+    key = (os.environ.get("PATH", ""), os.environ.get("PULP_RISCV_GCC_TOOLCHAIN", ""))
+    if key not in _found:
+        tc = find_pulp_gcc() or find_clang()
+        if tc is None:
+            raise UserError(f"no RISC-V compiler found: clang-19 with ld.lld-19 is needed; {INSTALL_HINT}")
+        _found[key] = tc
+    return _found[key]
 
 
 def flags(tc: Toolchain, plat: Platform, opt: str) -> list[str]:

@@ -71,19 +71,20 @@ def fake_kernels(monkeypatch):
         fail: set = set()
         version = "v1"
 
-    def run_spec(spec, workdir=None, keep=False):
+    def run_spec(spec, workdir=None, keep=False, prepared=None):
         Fake.runs.append(spec.name)
         return fake_row(spec, Fake.cycles.get(spec.name), ok=spec.name not in Fake.fail)
 
-    def provenance(spec):
+    def provenance(spec, prepared=None):
         Fake.provenances.append(spec.name)
         return {"source_sha256": cachemod.sha256(spec.name + Fake.version), "toolchain": "fake",
                 "platform_sha256": "0", "simulator": "fake", "backend": "embedded"}
 
     monkeypatch.setattr(runner, "run_spec", run_spec)
     monkeypatch.setattr(runner, "provenance", provenance)
-    monkeypatch.delattr(klayers, "op_specs", raising=False)     # weight layers only, unless a test adds ops
-    monkeypatch.delattr(klayers, "loss_spec", raising=False)
+    monkeypatch.setattr(runner, "prepare", lambda spec: None)
+    monkeypatch.setattr(klayers, "op_specs", lambda *a, **k: ())   # weight layers only, unless a test adds ops
+    monkeypatch.setattr(klayers, "loss_spec", lambda *a, **k: ())
     Fake.runs, Fake.provenances, Fake.cycles, Fake.fail = [], [], {}, set()
     return Fake
 
@@ -186,7 +187,7 @@ def test_ops_and_loss_by_hand(tmp_path, fake_kernels, monkeypatch):
     assert set(layers[layers.layer_kind == "op"].group) == {"fw_frozen", "ops_bw"}
 
 
-def test_op_specs_are_picked_up_when_present(monkeypatch):
+def test_op_specs_are_picked_up(monkeypatch):
     seen = []
 
     def op_specs(op, network, step, p=1.0, platform="pulp-open"):
@@ -565,3 +566,30 @@ def test_report_renders_in_headless_chromium(tmp_path, fake_kernels):
     assert m, "the page's script did not run"
     assert int(m.group(1)) == n >= 5
     assert len(re.findall(r'<figure class="plot" id="fig-', proc.stdout)) == n
+
+
+@pytest.mark.e2e
+@needs_clang
+def test_an_uncached_kernel_is_generated_once(tmp_path, monkeypatch):
+    from harness.kernels import codegen
+
+    calls = []
+    real = codegen.generate
+    monkeypatch.setattr(codegen, "generate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    sp = kspec.make("pw", 4, 4, 2, 2, "fw", platform="pulp-open")
+    out = execute.run_specs({sp.name: sp}, jobs=1, cache=cachemod.Cache(tmp_path), progress=False)
+    assert out.ran == 1 and not out.errors and len(calls) == 1
+
+
+def test_toolchain_is_asked_for_its_version_once(monkeypatch):
+    import subprocess
+
+    from harness import toolchain
+
+    asked = []
+    real = subprocess.run
+    monkeypatch.setattr(toolchain, "_found", {})
+    monkeypatch.setattr(subprocess, "run", lambda cmd, *a, **k: asked.append(cmd) or real(cmd, *a, **k))
+    first = toolchain.find()
+    assert all(toolchain.find() is first for _ in range(3))
+    assert len([c for c in asked if "--version" in c]) <= 1

@@ -126,10 +126,11 @@ def tree_digest(toolchain_desc: str, simulator: str) -> str:
                              "schema": SCHEMA}))
 
 
-def full_provenance(spec: KernelSpec) -> dict:
-    """runner.provenance plus runtime_extras: the whole cache key besides the spec."""
+def full_provenance(spec: KernelSpec, prepared=None) -> dict:
+    """runner.provenance plus runtime_extras: the whole cache key besides the spec. `prepared`
+    (runner.prepare) saves generating the kernel again when it is about to run."""
     from harness.kernels import runner
-    own = spec.provenance() if hasattr(spec, "provenance") else runner.provenance(spec)
+    own = spec.provenance() if hasattr(spec, "provenance") else runner.provenance(spec, prepared)
     return {**own, **runtime_extras(spec.platform)}
 
 

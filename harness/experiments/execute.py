@@ -74,14 +74,17 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
     prov = provenance
     t0 = time.perf_counter()
     try:
+        prepared = None
         if prov is None:
-            prov = cachemod.full_provenance(spec)
+            # a kernel is generated once: for the cache key, then for the run (stage jobs generate their own)
+            prepared = None if hasattr(spec, "run") else runner.prepare(spec)
+            prov = cachemod.full_provenance(spec, prepared)
             if read_cache:
                 entry = cachemod.Cache(cache_root).load(cachemod.row_key(spec, prov))
                 if entry is not None:
                     return "hit", prov, entry, 0.0
             t0 = time.perf_counter()
-        row = spec.run() if hasattr(spec, "run") else runner.run_spec(spec)
+        row = spec.run() if hasattr(spec, "run") else runner.run_spec(spec, prepared=prepared)
         return "ran", prov, row, time.perf_counter() - t0
     except UserError as e:
         kind = "failed" if prov is not None else "error"

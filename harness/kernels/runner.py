@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -68,11 +69,24 @@ def _source_hash(prog: codegen.Program) -> str:
 BUILD_DEFINES = {"embedded": ["PULP_FC_WAIT_WFI"], "gvsoc": ["ODL_DUMP"]}
 
 
-def provenance(spec: KernelSpec) -> dict:
-    """Everything a kernel result depends on, without building or running it: the key of cached rows."""
+@dataclass(frozen=True)
+class Prepared:
+    """A kernel generated once: its inputs and program, shared by its provenance and its run."""
+    spec: KernelSpec
+    inputs: dict
+    program: codegen.Program
+
+
+def prepare(spec: KernelSpec) -> Prepared:
     plat = platmod.load(spec.platform)
     ins = reference.make_inputs(spec)
-    prog = codegen.generate(spec, plat, ins)
+    return Prepared(spec, ins, codegen.generate(spec, plat, ins))
+
+
+def provenance(spec: KernelSpec, prepared: Prepared | None = None) -> dict:
+    """Everything a kernel result depends on, without building or running it: the key of cached rows."""
+    plat = platmod.load(spec.platform)
+    prog = (prepared or prepare(spec)).program
     tc = toolchain.find()
     return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.sha256,
             "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES["embedded"]}
@@ -91,10 +105,11 @@ def parse_dump(stdout: str, prog: codegen.Program) -> dict:
     return {sym: w.tobytes() for sym, w in words.items()}
 
 
-def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, backend: str = "embedded") -> dict:
+def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, backend: str = "embedded",
+             prepared: Prepared | None = None) -> dict:
     plat = platmod.load(spec.platform)
-    ins = reference.make_inputs(spec)
-    prog = codegen.generate(spec, plat, ins)
+    prepared = prepared or prepare(spec)
+    ins, prog = prepared.inputs, prepared.program
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="odl-kernel-")
