@@ -1,7 +1,9 @@
 """Command-line entry point: `pulp-odl <command> ...`.
 
 Each command is a module in harness/commands/ that defines NAME, HELP, add_arguments(parser)
-and run(args) -> int. Commands are discovered, so adding one touches no other file.
+and run(args) -> int. Commands are discovered, so adding one touches no other file. A module is
+named after its command, so `pulp-odl NAME ...` imports that module alone (the others pull in
+NumPy, pandas and the simulator); the full list is imported only for the top-level help.
 """
 from __future__ import annotations
 
@@ -21,22 +23,27 @@ class _Parser(argparse.ArgumentParser):
                   if " " in self.prog else f"pulp-odl: error: {message} (see 'pulp-odl --help')\n")
 
 
-def _commands():
+def _command_names() -> list[str]:
+    return [info.name for info in pkgutil.iter_modules(harness.commands.__path__) if not info.name.startswith("_")]
+
+
+def _commands(only: str | None = None):
     mods = []
-    for info in pkgutil.iter_modules(harness.commands.__path__):
-        if info.name.startswith("_"):
+    for name in _command_names():
+        if only is not None and name != only:
             continue
-        mod = importlib.import_module(f"harness.commands.{info.name}")
+        mod = importlib.import_module(f"harness.commands.{name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
             mods.append(mod)
     return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
 
 
-def build_parser():
+def build_parser(argv=None):
     parser = _Parser(prog="pulp-odl", description="Measure on-device learning on a simulated PULP MCU.")
     parser.add_argument("--version", action="version", version=f"pulp-odl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for mod in _commands():
+    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for mod in _commands(first if first in _command_names() else None):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -44,7 +51,8 @@ def build_parser():
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()

@@ -1,20 +1,32 @@
-"""Shared fixtures: the shared data directory, toolchain availability, and build-and-run helpers."""
+"""Shared fixtures: toolchain availability, build-and-run helpers, and the test tiers.
+
+Tests that build programs with clang and run them on the simulator (or run whole pipelines) are
+marked e2e; `pytest -m "not e2e"` is the quick unit tier. A test is e2e when it says so, when it
+needs clang, llvm or the calibration kit, or when it uses a build fixture."""
 from __future__ import annotations
 
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-from harness import ROOT
-
-SHARED = Path(os.environ.get("PULP_ODL_SHARED", ROOT.parent / "shared"))
-CALIB = SHARED / "data" / "gvsoc-calibration"
+from tests.shared_data import CALIB, SHARED  # noqa: F401  (re-exported for the test modules)
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("ld.lld-19") is None,
                                  reason="clang-19/lld-19 not installed (make setup)")
-needs_calibration = pytest.mark.skipif(not CALIB.exists(), reason=f"GVSoC calibration kit not found at {CALIB}")
+needs_calibration = pytest.mark.skipif(not CALIB.exists(), reason=f"GVSoC calibration kit not found at {CALIB} "
+                                       "(set PULP_ODL_SHARED to the shared/ directory)")
+_E2E_REASONS = ("clang-19", "llvm-objdump", "GVSoC calibration kit")
+_E2E_FIXTURES = {"build_c", "run_elf", "pulp_elf_cache"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            continue
+        reasons = [m.kwargs.get("reason", "") for m in item.iter_markers("skipif")]
+        if any(r.startswith(_E2E_REASONS) or any(e in r for e in _E2E_REASONS) for r in reasons) \
+                or _E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

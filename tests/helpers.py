@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shared_data import CALIB as CALIB_DIR  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-CALIB_DIR = REPO.parent / "shared" / "data" / "gvsoc-calibration"
 
 _CACHE: Path | None = None
 

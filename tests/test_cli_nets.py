@@ -4,15 +4,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PULP_ODL_SHARED", REPO.parent / "shared"))
+from tests.shared_data import SHARED  # noqa: E402
 CSVS = {"mobilenetv2": "mobilenetv2_a075.csv", "phinet": "phinet_a1.1_b0.75_t05.csv"}
 
 

@@ -516,6 +516,7 @@ def _report_inputs(tmp_path, fake_kernels):
     return results
 
 
+@pytest.mark.e2e
 def test_report_figures(tmp_path, fake_kernels):
     import re
     results = _report_inputs(tmp_path, fake_kernels)
@@ -552,6 +553,7 @@ def _chromium():
 
 
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed (make toolchain installs Debian's chromium)")
+@pytest.mark.e2e
 def test_report_renders_in_headless_chromium(tmp_path, fake_kernels):
     import re
     import subprocess

@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 HEADER = REPO / "platforms" / "pulpsim" / "fp.hpp"
 DRIVER_SRC = REPO / "tests" / "fp" / "fp_driver.cpp"
 
+pytestmark = pytest.mark.e2e   # builds the C++ driver with g++ and runs thousands of cases through it
 SEED = int(os.environ.get("FP_TEST_SEED", "20240607"))
 SCALE = float(os.environ.get("FP_TEST_SCALE", "1"))
 

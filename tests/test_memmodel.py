@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,8 +13,7 @@ from harness.memmodel import MB, place, training_memory, working_sets
 from harness.nets import build_network, cut_at_layer_id, cut_points
 from harness.nets.builder import NetBuilder
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PULP_ODL_SHARED", REPO.parent / "shared"))
+from tests.shared_data import SHARED  # noqa: E402
 
 
 def tiny_net():

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from harness.nets import (build_network, cut_at_layer, cut_at_layer_id, cut_poin
 from harness.nets.phinet import build as build_phinet
 from harness.nets.phinet import expansion, keras_pad
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PULP_ODL_SHARED", REPO.parent / "shared"))
+from tests.shared_data import SHARED  # noqa: E402
 NETDATA = SHARED / "data" / "networks"
 CSVS = {"mobilenetv2": "mobilenetv2_a075.csv", "phinet": "phinet_a1.1_b0.75_t05.csv"}
 
