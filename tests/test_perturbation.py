@@ -1,7 +1,7 @@
 """Every number the simulator reads changes what it does: each numeric key of both platforms
 (timing, memories, DMA, cluster, fabric controller, buses, ISA switches, peripheral bases) is
-perturbed in turn, and a probe program (tests/programs/probe.c) must then run differently: other
-cycle counts, other output, or a fault. A key that the simulator ignored, or that some C++ typed
+perturbed in turn, and a probe program (tests/probe/probe.c; not in tests/programs/, as it needs
+the -D values below) must then run differently: other cycle counts, other output, or a fault. A key that the simulator ignored, or that some C++ typed
 again as a constant, fails here.
 
 The probe built for the unperturbed platform runs first; when that run is unchanged and the key
@@ -20,7 +20,7 @@ from harness.backends import embedded
 from harness.errors import UserError
 
 pytestmark = pytest.mark.e2e
-PROBE = ROOT / "tests" / "programs" / "probe.c"
+PROBE = ROOT / "tests" / "probe" / "probe.c"
 # Settings under which a key can show: L1 banks only matter where bank conflicts are modelled.
 CONTEXT = {"memory.l1.banks": {"cluster.tcdm_conflicts": True},
            "memory.l1.bank_width": {"cluster.tcdm_conflicts": True}}
