@@ -1,8 +1,8 @@
 """Every number the simulator reads changes what it does: each numeric key of both platforms
 (timing, memories, DMA, cluster, fabric controller, buses, ISA switches, peripheral bases) is
 perturbed in turn, and a probe program (tests/probe/probe.c; not in tests/programs/, as it needs
-the -D values below) must then run differently: other cycle counts, other output, or a fault. A key that the simulator ignored, or that some C++ typed
-again as a constant, fails here.
+the -D values below) must then run differently: other cycle counts, other output, or a fault. A
+key that the simulator ignored, or that some C++ typed again as a constant, fails here.
 
 The probe built for the unperturbed platform runs first; when that run is unchanged and the key
 also changes the generated headers or linker script, the probe is rebuilt for the perturbed
