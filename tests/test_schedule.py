@@ -63,7 +63,11 @@ def test_overrides_and_errors():
     with pytest.raises(UserError, match="choose one of: cifar10, core50"):
         cl_params("mnist")
     with pytest.raises(UserError, match="valid: new_per_task"):
-        cl_params("cifar10", lr=0.1)
+        cl_params("cifar10", momentum=0.9)
+    assert cl_params("cifar10").lr == 1e-3 and cl_params("core50").lr == 1e-4   # method.md's learning rates
+    assert cl_params("cifar10", lr=0.01).lr == 0.01
+    with pytest.raises(UserError, match="lr must be a number in"):
+        cl_params("cifar10", lr=2.0)
     with pytest.raises(UserError, match="must exceed"):
         cl_params("cifar10", batch=4)
     with pytest.raises(UserError, match="epochs"):
