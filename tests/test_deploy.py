@@ -122,11 +122,11 @@ def test_method_placement_and_spill_order():
         if t.role in ("act", "grad"):
             assert h.memory == "l2", name
     # with little L2 the frozen weights leave first, then gradients, then the trained weights
-    fit = memplan.plan_step(step, plat, "fit", budget=900_000)
+    fit = memplan.plan_step(step, plat, "fit", budget=1_200_000)
     ext = {step.tensors[h.tensor].role for h in fit.external if h.tensor in step.tensors}
     assert all(h.memory == "l2" for n, h in fit.homes.items() if n in step.tensors and step.tensors[n].role == "act")
     assert "weight" in ext
-    assert fit.arena <= 900_000
+    assert fit.arena <= 1_200_000
 
 
 def test_memory_plan_command(capsys):
@@ -259,3 +259,25 @@ def test_bad_deploy_input_is_one_line(capsys):
     assert "layer_id must be" in capsys.readouterr().err
     assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "1", "--p", "1.5"]) == 2
     assert "--p must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_every_studied_stage_generates_on_both_platforms():
+    """Every stage of both networks at both resolutions, at the shallowest and deepest studied cuts, in both
+    placements, fits L1 and the external slabs on `paper` and on `pulp-open` (64 KiB L1): reductions too long
+    for L1 are sliced, large maps cut into bands of rows, latents that do not fit L2 go through HyperRAM."""
+    for plat in ("paper", "pulp-open"):
+        for net, lids in (("phinet", (1, 9)), ("mobilenetv2", (1, 5))):
+            for ds in ("cifar10", "core50"):
+                for lid in lids:
+                    for placement in ("fit", "method"):
+                        _, jobs = runner.stage_jobs(runner.Point(net, ds, lid, 0.7, plat, placement))
+                        for j in jobs:
+                            j.program()
+
+
+@needs_clang
+@pytest.mark.parametrize("stage", ["classifier.fw", "B1.dw.frozen", "head.conv.fw", "B17.project.ig", "B16.dw.wg"])
+def test_small_l1_paths_match_numpy(stage):
+    """pulp-open's 64 KiB L1 takes the sliced reduction, row bands and weight-stationary orders."""
+    row = _job(runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), stage).run()
+    assert row["ok"], row["outputs"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness import ROOT
 from harness.deploy.graph import Stage, Step
-from harness.deploy.memplan import SCRATCH_BYTES, MemoryPlan
+from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
 from harness.kernels.spec import cp
@@ -80,28 +80,34 @@ class Gen:
     def samples(self, stage: Stage) -> int:
         return {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat, 1)
 
-    def stream(self, stage: Stage, tensor: str, slabs: list, slab_bytes: int) -> _NS:
+    def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int) -> _NS:
         t = self.step.tensors[tensor]
         h = self.plan.home(tensor)
         addr = f"((uint32_t)odl_arena + {h.offset}u)" if h.memory == "l2" else f"{h.offset}u"
         chunk = t.sample_bytes * self.samples(stage) if t.scope == "batch" and stage.repeat != "once" else 0
         if h.memory != "l2":
-            base = self.plan.scratch + len(slabs) * slab_bytes
-            slabs.append(tensor)
-            slabs.append(tensor)
-            sl = f"(uint32_t)odl_arena + {base}u, (uint32_t)odl_arena + {base + slab_bytes}u, {slab_bytes}u"
+            sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u"
         else:
             sl = "0, 0, 0"
         return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
                    bw=L2_BYTES_PER_CYCLE if h.memory == "l2" else 1)
 
+    PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt"}
+
     def streams(self, stage: Stage, names: dict) -> tuple[_NS, int]:
-        """Stream contexts for `names` (C name -> tensor); the stage's external streams share the
-        scratch slabs equally. Returns (contexts, slab bytes)."""
-        n_ext = sum(1 for t in names.values() if self.plan.home(t).memory != "l2")
-        slab = (SCRATCH_BYTES // max(1, 2 * n_ext)) // 16 * 16
-        slabs: list = []
-        return _NS({k: self.stream(stage, t, slabs, slab) for k, t in names.items()}), slab
+        """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
+        slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
+        one (loads larger than a slab move in pieces). Returns (contexts, bytes of a storing stream's slab)."""
+        ext = [k for k, t in names.items() if self.plan.home(t).memory != "l2"]
+        weight = {k: 3 if k in self.PUTS and not (k == "Stash" and stage.kind.endswith(("_wg", "_ig"))) else 1
+                  for k in ext}
+        unit = scratch_bytes(self.plat) // max(1, 2 * sum(weight.values())) // 16 * 16
+        out, at = _NS(), self.plan.scratch
+        for k, t in names.items():
+            size = weight.get(k, 0) * unit
+            out[k] = self.stream(stage, t, at, size)
+            at += 2 * size
+        return out, 3 * unit if any(w == 3 for w in weight.values()) else unit
 
     def fail(self, stage: Stage, what: str):
         raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
@@ -190,7 +196,8 @@ class Gen:
             if keep_compact:
                 b += tm * cp(keep) * 2
             if pool:
-                b += 4 * ns * n + ns * cp(n) * 2
+                ps = -(-tm // rows_ps)
+                b += 4 * ps * n + ps * cp(n) * 2
             if ce:
                 b += 4 * ns + tm * cp(n) * 2 + tm * 4
             return b + 16 * 16
@@ -206,24 +213,69 @@ class Gen:
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
-            wbytes = n * (wpitch if fw else acols) * 2
-            traffic = (wbytes if n_tiles == 1 else m_tiles * wbytes) / t.w.bw + m * ap * 2 / t.a.bw
+            # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
+            wbytes = n * wpitch * 2 if fw else (acols * (wpitch if t.w.ext else cp(n)) * 2 * (1 if t.w.ext else 1))
+            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.ext and not fw) else 1)
+            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.ext else ap / t.a.pitch)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             return max(compute, traffic) + forks * FORK_CYCLES
 
+        def cost_nm(tm, tn):
+            """Weight-stationary order: B once, A once per column tile."""
+            m_tiles, n_tiles = -(-m // tm), -(-n // tn)
+            blocks = -(-tm // 4) * -(-tn // 4)
+            compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
+            wbytes = n * wpitch * 2 if fw else n_tiles * acols * (wpitch if t.w.ext else cp(tn)) * 2
+            traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
+            return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES
+
+        # the weight-stationary order leaves each output tile at once: not with a pool or external outputs
+        nm_ok = not pool and not any(k in ext for k in puts)
         best = None
         for tn in _cands(n, 4):
             if ce and tn != n:
                 continue
             for tm in _cands(m, 4):
+                if pool and tm < m and tm % rows_ps:
+                    continue   # a tile of the fused pool holds whole samples
                 if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
                     continue
                 c = cost(tm, tn)
                 if best is None or c < best[0]:
-                    best = (c, tm, tn)
+                    best = (c, tm, tn, "mn")
+                if nm_ok and tn < n and mem(tm, tn) + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if fw else 0):
+                    c = cost_nm(tm, tn)
+                    if c < best[0]:
+                        best = (c, tm, tn, "nm")
+        tk = acols
         if best is None:
-            self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
-        _, tm, tn = best
+            best = self._mm_ksplit(m, n, acols, fw, act_bw, bias, stash, sx, k_stash, keep, pool, ce, ns, t, ext, slab,
+                                   "Skip" in t, puts, rows_ps)
+            if best is None:
+                self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
+            _, tm, tn, tk = best
+            lay = L1()
+            lay.add("araw0", tm * cp(tk) * 2)
+            if act_bw:
+                lay.add("stin0", tm * cp(tk) * 2)
+            lay.add("apan", r4(tm) * cp(tk) // 2 * 4)
+            lay.add("braw0", (tn * cp(tk) if fw else tk * cp(tn)) * 2)
+            lay.add("bpan", r4(tn) * cp(tk) // 2 * 4)
+            lay.add("acc", 4 * tm * tn)
+            for nm in ("out0", "out1"):
+                lay.add(nm, tm * cp(tn) * 2)
+            self._mm_epilogue_bufs(lay, tm, tn, n, -(-tm // rows_ps) if pool else ns, bias, "Skip" in t, stash, sx,
+                                   k_stash, keep and keep < acols, keep, pool, ce, keep_tile=cp(tk), ce_samples=ns)
+            streams = [k for k in t if k not in ("a", "w")]
+            return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
+                             f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n,
+                       tm=tm, tn=tn, tk=tk, ksplit=True, acols=acols, ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams,
+                       act=ACT[a["act"]] if fw else 0, act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap,
+                       stash=stash_how if stash else "", sx=sx, stash_cols=k_stash, keep=keep, keep_compact=False,
+                       keep_pitch=cp(keep), bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
+                       dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane,
+                       pool_samples=-(-tm // rows_ps))
+        _, tm, tn, order = best
         lay = L1()
         for nm, nb in (("araw0", tm * ap * 2), ("araw1", tm * ap * 2), ("apan", r4(tm) * k2 * 4)):
             lay.add(nm, nb)
@@ -248,20 +300,82 @@ class Gen:
         if keep_compact:
             lay.add("keep", tm * cp(keep) * 2)
         if pool:
-            lay.add("pool", 4 * ns * n)
-            lay.add("poolh", ns * cp(n) * 2)
+            lay.add("pool", 4 * -(-tm // rows_ps) * n)
+            lay.add("poolh", -(-tm // rows_ps) * cp(n) * 2)
         if ce:
             lay.add("label", 4 * ns)
             lay.add("dz", tm * cp(n) * 2)
             lay.add("loss", tm * 4)
         streams = [k for k in t if k not in ("a", "w")]
-        return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}",
+        return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}"
+                         + (", weight-stationary" if order == "nm" else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n, tm=tm, tn=tn, acols=acols,
                    ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams, act=ACT[a["act"]] if fw else 0,
                    act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap, stash=stash_how if stash else "",
                    sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
                    bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
-                   dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane)
+                   dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane, ksplit=False, tk=tk, order=order,
+                   pool_samples=-(-tm // rows_ps))
+
+    @staticmethod
+    def _mm_epilogue_bufs(lay, tm, tn, n, ns, bias, skip, stash, sx, k_stash, compact, keep, pool, ce, keep_tile=0,
+                          ce_samples=0):
+        if bias:
+            lay.add("bias16", cp(n) * 2)
+            lay.add("bias32", 4 * n)
+        if skip:
+            lay.add("skip", tm * cp(tn) * 2)
+        for nm, on in (("st", stash), ("sx", sx)):
+            if on:
+                lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
+                lay.add(f"{nm}1", tm * cp(min(tn, k_stash)) * 2)
+        if compact:
+            lay.add("keep", tm * (keep_tile or cp(keep)) * 2)
+        if pool:
+            lay.add("pool", 4 * ns * n)
+            lay.add("poolh", ns * cp(n) * 2)
+        if ce:
+            lay.add("label", 4 * ce_samples)
+            lay.add("dz", tm * cp(n) * 2)
+            lay.add("loss", tm * 4)
+
+    def _mm_ksplit(self, m, n, kdim, fw, act_bw, bias, stash, sx, k_stash, keep, pool, ce, ns, t, ext, slab, skip, puts,
+                   rows_ps):
+        """Tiles (tm, tn, tk) for a product whose reduction does not fit L1 whole; None if nothing fits."""
+        def mem(tm, tn, tk):
+            b = tm * cp(tk) * 2 * (2 if act_bw else 1) + r4(tm) * cp(tk) * 2 + (tn * cp(tk) if fw else tk * cp(tn)) * 2
+            b += r4(tn) * cp(tk) * 2 + 4 * tm * tn + 2 * tm * cp(tn) * 2
+            if bias:
+                b += cp(n) * 2 + 4 * n
+            if skip:
+                b += tm * cp(tn) * 2
+            b += (2 if stash else 0) * tm * cp(min(tn, k_stash)) * 2 + (2 if sx else 0) * tm * cp(min(tn, k_stash)) * 2
+            if keep and keep < kdim:
+                b += tm * cp(tk) * 2
+            if pool:
+                ps = -(-tm // rows_ps)
+                b += 4 * ps * n + ps * cp(n) * 2
+            if ce:
+                b += 4 * ns + tm * cp(n) * 2 + tm * 4
+            return b + 16 * 16
+        best = None
+        for tk in _cands(kdim, 16):
+            for tn in _cands(n, 4):
+                if ce and tn != n:
+                    continue
+                for tm in _cands(m, 4):
+                    if pool and tm < m and tm % rows_ps:
+                        continue
+                    if mem(tm, tn, tk) > self.budget:
+                        continue
+                    if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):
+                        continue
+                    mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
+                    cost = mt * nt * kt * (-(-(-(-tm // 4) * -(-tn // 4)) // self.cores) * (30 + 12 * cp(tk))
+                                           + 3 * FORK_CYCLES)
+                    if best is None or cost < best[0]:
+                        best = (cost, tm, tn, tk)
+        return best
 
     # -- weight gradient of a matrix-product layer ---------------------------------------------
     def wg(self, st: Stage, fn: str, accumulate: bool) -> _NS:
@@ -381,55 +495,77 @@ class Gen:
         ext = {kk_ for kk_, v in t.items() if v.ext}
 
         cpc = cp(c)
+        st_ = a["stride"]
+        band_rows = h if step == "ig" else ho          # bands cut the input gradient's rows, else the output's
 
-        def mem(tc, ts):
-            pc = cp(tc)
-            b = 2 * ts * in_rows * pc * 2
-            if act_bw:
-                b += 2 * ts * hwo * pc * 2
+        def rows_of(ts, tr):
+            """(rows of the In tile, of the output tile, of the Xs tile) for ts samples or a band of tr rows."""
+            full = tr == band_rows
             if step == "fw":
-                b += 2 * ts * hwo * pc * 2 + 2 * kk * pc * 2 + (2 * pc * 2 if bias else 0)
-                b += (2 if stash else 0) * ts * hwo * pc * 2 + (2 if sx else 0) * ts * hwo * pc * 2
+                return ((ts * hwi if full else min(h, (tr - 1) * st_ + k) * w), (ts * hwo if full else tr * wo), 0)
+            if step == "ig":
+                return ((ts * hwo if full else min(ho, (tr + k - 2) // st_ + 2) * wo), (ts * hwi if full else tr * w), 0)
+            return ((ts * hwo if full else tr * wo), 0, (ts * hwi if full else min(h, (tr - 1) * st_ + k) * w))
+
+        def mem(tc, ts, tr):
+            pc = cp(tc)
+            rin, rout, rx = rows_of(ts, tr)
+            b = 2 * rin * pc * 2
+            if act_bw:
+                b += 2 * rin * pc * 2
+            if step == "fw":
+                b += 2 * rout * pc * 2 + 2 * kk * pc * 2 + (2 * pc * 2 if bias else 0)
+                b += (2 if stash else 0) * rout * pc * 2 + (2 if sx else 0) * rout * pc * 2
                 if keep and keep < c:
-                    b += ts * hwi * pc * 2
+                    b += rin * pc * 2
                 if pool:
                     b += 4 * ns * c + ns * cpc * 2
             elif step == "ig":
-                b += 2 * ts * hwi * pc * 2 + 2 * kk * pc * 2
+                b += 2 * rout * pc * 2 + 2 * kk * pc * 2
             else:
-                b += 2 * ts * hwi * pc * 2 + 4 * (kk + 1) * cpc + (kk + 1) * cpc * 2
+                b += 2 * rx * pc * 2 + 4 * (kk + 1) * cpc + (kk + 1) * cpc * 2
             return b + 16 * 16
 
-        def slab_ok(tc, ts):
-            rows = {"Y": ts * hwo, "Sx": ts * hwo, "Xs": ts * hwi, "Dx": ts * hwi, "Dw": kk, "Db": 1, "Pool": ns,
-                    "Stash": ts * hwo if step == "fw" else 0}
+        def slab_ok(tc, ts, tr):
+            rin, rout, rx = rows_of(ts, tr)
+            xs_rows = (ts * hwi if tr == band_rows else (tr * st_ + max(0, h - ho * st_)) * w)
+            rows = {"Y": rout, "Sx": rout, "Stash": rout if step == "fw" else 0, "Xs": xs_rows if step == "fw" else 0,
+                    "Dx": rout if step == "ig" else 0, "Dw": kk, "Db": 1, "Pool": ns}
             return all(rows.get(kk_, 0) * t[kk_].pitch * 2 <= slab for kk_ in ext)
 
-        def cost(tc, ts):
-            blocks, groups = -(-c // tc), -(-ns // ts)
-            return blocks * groups * FORK_CYCLES * (2 if step == "fw" else 1)
+        def cost(tc, ts, tr):
+            blocks = -(-c // tc)
+            tiles = blocks * -(-ns // ts) * -(-band_rows // tr)
+            rin, _, rx = rows_of(ts, tr)
+            # an external input moves whole rows for each channel block; halo rows move once per band
+            ext_bytes = tiles * (rin * (t["in"].pitch * 2 if t["in"].ext else 0)
+                                 + (rin * t.Stash.pitch * 2 if t.Stash and t.Stash.ext and step != "fw" else 0)
+                                 + (rx * t.Xs.pitch * 2 if t.Xs and t.Xs.ext and step == "wg" else 0))
+            l2_bytes = tiles * (rin + rx) * cp(tc) * 2
+            return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_bytes + l2_bytes / L2_BYTES_PER_CYCLE
 
         best = None
         for tc in _cands(c, 2):
-            for ts in range(ns, 0, -1):
-                if mem(tc, ts) <= self.budget and slab_ok(tc, ts):
-                    cst = cost(tc, ts)
+            opts = [(ts, band_rows) for ts in range(ns, 0, -1)] + [(1, tr) for tr in range(band_rows - 1, 0, -1)]
+            for ts, tr in opts:
+                if mem(tc, ts, tr) <= self.budget and slab_ok(tc, ts, tr):
+                    cst = cost(tc, ts, tr)
                     if best is None or cst < best[0]:
-                        best = (cst, tc, ts)
-                    break
+                        best = (cst, tc, ts, tr)
         if best is None:
-            self.fail(st, f"no channel pair of the {h}x{w} map")
-        _, tc, ts = best
+            self.fail(st, f"no channel pair of a row of the {h}x{w} map")
+        _, tc, ts, tr = best
         pc = cp(tc)
+        rin, rout, rx = rows_of(ts, tr)
         lay = L1()
-        lay.add("in0", ts * in_rows * pc * 2)
-        lay.add("in1", ts * in_rows * pc * 2)
+        lay.add("in0", rin * pc * 2)
+        lay.add("in1", rin * pc * 2)
         if act_bw:
-            lay.add("stin0", ts * hwo * pc * 2)
-            lay.add("stin1", ts * hwo * pc * 2)
+            lay.add("stin0", rin * pc * 2)
+            lay.add("stin1", rin * pc * 2)
         if step == "fw":
-            lay.add("out0", ts * hwo * pc * 2)
-            lay.add("out1", ts * hwo * pc * 2)
+            lay.add("out0", rout * pc * 2)
+            lay.add("out1", rout * pc * 2)
             lay.add("w0", kk * pc * 2)
             lay.add("w1", kk * pc * 2)
             if bias:
@@ -437,21 +573,21 @@ class Gen:
                 lay.add("b1", pc * 2)
             for nm, on in (("st", stash), ("sx", sx)):
                 if on:
-                    lay.add(f"{nm}0", ts * hwo * pc * 2)
-                    lay.add(f"{nm}1", ts * hwo * pc * 2)
+                    lay.add(f"{nm}0", rout * pc * 2)
+                    lay.add(f"{nm}1", rout * pc * 2)
             if keep and keep < c:
-                lay.add("keep", ts * hwi * pc * 2)
+                lay.add("keep", rin * pc * 2)
             if pool:
                 lay.add("pool", 4 * ns * c)
                 lay.add("poolh", ns * cpc * 2)
         elif step == "ig":
-            lay.add("out0", ts * hwi * pc * 2)
-            lay.add("out1", ts * hwi * pc * 2)
+            lay.add("out0", rout * pc * 2)
+            lay.add("out1", rout * pc * 2)
             lay.add("w0", kk * pc * 2)
             lay.add("w1", kk * pc * 2)
         else:
-            lay.add("x0", ts * hwi * pc * 2)
-            lay.add("x1", ts * hwi * pc * 2)
+            lay.add("x0", rx * pc * 2)
+            lay.add("x1", rx * pc * 2)
             lay.add("acc", 4 * (kk + 1) * cpc)
             lay.add("dwt", kk * cpc * 2)
             lay.add("dbt", cpc * 2)
@@ -462,9 +598,11 @@ class Gen:
                 t.pop(s_, None)
         pad = a["pad"]
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
-                         f"{ts} samples" + (" (adds to the accumulators)" if accumulate else ""),
+                         f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
+                         + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, step=step, c=c, tc=tc, ts=ts, samples=ns, h=h, w=w, ho=ho, wo=wo,
                    k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act, cp=cpc,
+                   tr=tr, bands=-(-band_rows // tr), band_rows=band_rows, groups=-(-ns // ts), cblocks=-(-c // tc),
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
                    bias=bias, y="Y" in t, accumulate=accumulate)
@@ -533,7 +671,7 @@ class Gen:
             names = {"S": st.ins["s"], "X": st.ins["x"], "Dy": st.ins["dy"], "Dx": st.outs["dx"], "Ds": st.outs["ds"]}
         t, slab = self.streams(st, names)
         per_row = cp(c) * 2 * (2 if kind == "scale_bw" else 1)
-        fixed = ns * cp(c) * 2 * 2 + 4 * ns * c + 8 * 16
+        fixed = ns * cp(c) * 2 + (4 * ns * c + ns * cp(c) * 2 if kind == "scale_bw" else 0) + 8 * 16
         ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx", "Ds")] + [0]) * 2
         tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
                    and r * ext_pitch <= slab), None)
@@ -588,8 +726,9 @@ class Gen:
     def latents(self, st: Stage, fn: str) -> _NS:
         lat = self.step.tensors[st.outs["latent"]]
         lh, rh = self.plan.home(st.outs["latent"]), self.plan.home(st.ins["replay"])
-        if lh.memory != "l2":
-            raise UserError(f"{st.name}: the batch's latents must be in L2")
+        ext = lh.memory != "l2"
+        if ext and lh.memory != "hyperram":
+            raise UserError(f"{st.name}: the batch's latents must be in L2 or HyperRAM")
         p = self.step.params
         count = st.attrs.get("count", p.batch_replay)
         first = st.attrs.get("first", p.batch_new)
@@ -597,7 +736,9 @@ class Gen:
         store = self.plan.homes.get("<new_latents>")
         return _NS(title=f"{st.name}: {count} latents from the replay buffer" + (f", {write} written" if write else ""),
                    fn=fn, buf=_NS(), l1=0, kind="latents", t=_NS(), streams=[],
-                   replay_addr=f"{rh.offset}u", latent_addr=f"((uint32_t)odl_arena + {lh.offset}u)",
+                   replay_addr=f"{rh.offset}u",
+                   latent_addr=f"{lh.offset}u" if ext else f"((uint32_t)odl_arena + {lh.offset}u)", latent_ext=ext,
+                   slab=scratch_bytes(self.plat), slab_addr=f"(uint32_t)odl_arena + {self.plan.scratch}u",
                    sample_bytes=lat.sample_bytes, count=count, first=first, write=write,
                    store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
 

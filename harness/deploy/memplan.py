@@ -34,8 +34,12 @@ from harness.schedule import CLParams
 
 ALIGN = 16
 PLACEMENTS = ("fit", "method")
-# Slabs the stages use to move external tensors through L2 (reserved whenever a tensor is external).
-SCRATCH_BYTES = 128 * 1024
+# Slabs the stages use to move external tensors through L2 (reserved whenever a tensor is external):
+# an eighth of L2 (256 KiB on `paper`), at least 128 KiB.
+
+
+def scratch_bytes(plat: Platform) -> int:
+    return max(128 * 1024, plat.memory("l2").size // 8) // 16 * 16
 
 # L2 the whole-step program needs besides its tensors: runtime, FC stack and data, and about this much
 # code per stage function (measured: 2.2-2.8 KiB for the generated stages)
@@ -159,7 +163,7 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
     for scratch in ((False, True) if not fixed else (True,)):
         arena = _Arena(budget)
         if scratch:
-            arena.place("<scratch>", SCRATCH_BYTES, [(0, n_seq - 1)])
+            arena.place("<scratch>", scratch_bytes(plat), [(0, n_seq - 1)])
         ext = dict(fixed)
         for name in order:
             t = step.tensors[name]
@@ -171,7 +175,7 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
     for name, off in arena.offsets.items():
         if name == "<scratch>":
             plan.scratch = off
-            plan.homes[name] = Home(name, "l2", off, SCRATCH_BYTES, 0, n_seq - 1)
+            plan.homes[name] = Home(name, "l2", off, scratch_bytes(plat), 0, n_seq - 1)
             continue
         iv = life[name]
         plan.homes[name] = Home(name, "l2", off, step.tensors[name].nbytes(step), iv[0][0], iv[-1][1])

@@ -29,7 +29,7 @@ from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
 from harness.deploy.graph import Stage, Step, build_step
-from harness.deploy.memplan import SCRATCH_BYTES, Home, MemoryPlan, choose_step, plan_step
+from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.tensors import from_image, to_image
@@ -106,7 +106,7 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
             ext[h.memory] += (h.nbytes + 15) // 16 * 16
     if any(h.memory != "l2" for h in local.homes.values()):
         local.scratch = off
-        off += SCRATCH_BYTES
+        off += scratch_bytes(plan.platform)
     local.arena = off
     return local
 

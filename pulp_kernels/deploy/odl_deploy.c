@@ -247,7 +247,9 @@ void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n,
 }
 
 /* ---------------------------------------------------------------- depthwise over a batch of maps
- * A tile holds `ns` maps (one per sample, `h*w` rows of pitch p each) of the same channel block.
+ * A tile holds `ns` maps (one per sample, `h*w` rows of pitch p each) of the same channel block, or
+ * a band of rows of one map: rows [r0, r1) of the output (forward, weight gradient) or of the input
+ * gradient, with the tensors' pointers set so that row indices are those of the whole map.
  * Work items are (sample, row, channel-pair group): on the small maps of the networks' last blocks
  * (1x1, 2x2) the rows alone would leave most cores idle, so channel pairs split too. */
 
@@ -299,12 +301,12 @@ static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_
 }
 
 void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
-                                   int k, int s, int pt, int pl, int p, int ns) {
-  int g, items, p2 = p / 2;
-  odl_dw_items(ns, ho, c2, &g, &items);
+                                   int k, int s, int pt, int pl, int p, int ns, int r0, int r1) {
+  int g, items, p2 = p / 2, rows = r1 - r0;
+  odl_dw_items(ns, rows, c2, &g, &items);
   int nc = pi_cl_team_nb_cores();
   for (int it = pi_core_id(); it < items; it += nc) {
-    int cg = it % g, row = it / g, smp = row / ho, oh = row % ho;
+    int cg = it % g, row = it / g, smp = row / rows, oh = r0 + row % rows;
     int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
     odl_dw_fw_row((uint32_t *)(y + smp * ho * wo * p), (const uint32_t *)(x + smp * h * wd * p), (const uint32_t *)w,
                   (const uint32_t *)b, c_lo, c_hi, h, wd, wo, k, s, pt, pl, p2, oh);
@@ -313,13 +315,13 @@ void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, i
 
 /* Input gradient: dx[ih][iw][c] = sum over the taps reaching (ih, iw) of dy[oh][ow][c] w[kh][kw][c]. */
 void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s,
-                                   int pt, int pl, int p, int ns) {
-  int g, items, p2 = p / 2;
-  odl_dw_items(ns, h, c2, &g, &items);
+                                   int pt, int pl, int p, int ns, int r0, int r1) {
+  int g, items, p2 = p / 2, rows = r1 - r0;
+  odl_dw_items(ns, rows, c2, &g, &items);
   int nc = pi_cl_team_nb_cores();
   const uint32_t *wv = (const uint32_t *)w;
   for (int it = pi_core_id(); it < items; it += nc) {
-    int cg = it % g, row = it / g, smp = row / h, ih = row % h;
+    int cg = it % g, row = it / g, smp = row / rows, ih = r0 + row % rows;
     int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
     const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p);
     uint32_t *xv = (uint32_t *)(dx + smp * h * wd * p);
@@ -350,7 +352,7 @@ void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd
  * items (tap or bias, channel pair), each
  * summing every map of the tile (the same FP16 partial sums of up to 8 terms as odl_dw_wg). */
 void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho,
-                                   int wo, int k, int s, int pt, int pl, int p, int ns) {
+                                   int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1) {
   const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
   int p2 = p / 2, taps = k * k, items = (taps + (accb ? 1 : 0)) * c2;
   int nc = pi_cl_team_nb_cores();
@@ -366,6 +368,8 @@ void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *
       if (oh1 > ho) oh1 = ho;
       if (ow1 > wo) ow1 = wo;
     }
+    if (oh0 < r0) oh0 = r0;   /* the output rows of this tile */
+    if (oh1 > r1) oh1 = r1;
     float flo = 0.0f, fhi = 0.0f;
     for (int smp = 0; smp < ns; smp++) {
       const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p), *xv = (const uint32_t *)(x + smp * h * wd * p);
@@ -406,6 +410,16 @@ void odl_mean_rows(f16 *dst, int dp, const float *src, int sp, int rows, int n, 
   }
 }
 
+
+/* FP32 accumulators (+ FP32 biases) -> FP16 rows, one rounding, zero pad lane. */
+void odl_narrow_bias(f16 *dst, int dp, const float *acc, int ap, int rows, int n, const float *bias) {
+  int lo, hi;
+  odl_rows(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    for (int c = 0; c < n; c++) dst[r * dp + c] = odl_f2h(acc[r * ap + c] + (bias ? bias[c] : 0.0f));
+    if (n & 1) dst[r * dp + n] = 0;
+  }
+}
 
 /* ---------------------------------------------------------------- building blocks */
 void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch) { odl_pack_rows(dst, src, rows, blocks, k2, pitch); }
