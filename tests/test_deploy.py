@@ -32,9 +32,12 @@ def test_fusion_and_stages_of_a_residual_block():
     assert "skip" in proj.ins and proj.outs["y"] == "act:B16.add"
     ig = step.stage("B16.expand.ig")
     assert ig.ins["gskip"] == "grad:B16.add" and "residual add backward (skip gradient)" in ig.fused
-    # activations in the epilogue, their backward in the prologues of wg and ig; no separate op stages
+    # activations in the epilogue, their backward once, in the epilogue of the stage writing the gradient
+    # (here the depthwise layer's input gradient); no separate op stages
     assert step.stage("B17.expand.fw").fused[0] == "relu6 (B17.expand)"
-    assert step.stage("B17.expand.wg").ins["stash"] == "stash:B17.expand"
+    producer = step.stage("B17.dw.ig")
+    assert producer.ins["stash_out"] == "stash:B17.expand" and "relu6 backward (B17.expand)" in producer.fused
+    assert "stash" not in step.stage("B17.expand.wg").ins and "stash" not in step.stage("B17.expand.ig").ins
     assert not [n for n in names if "relu6" in n or n.endswith(".add")]
     # the loss runs in the classifier's forward; the first trained layer has no input gradient
     assert step.stage("classifier.fw").attrs["ce"]

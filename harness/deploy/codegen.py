@@ -161,6 +161,8 @@ class Gen:
                 extra["Y"] = st.outs["dx"]
             if "gskip" in st.ins:
                 extra["Skip"] = st.ins["gskip"]
+            if "stash_out" in st.ins:
+                extra["Sto"] = st.ins["stash_out"]
             extra.pop("Bias", None)
         names.update(extra)
         t, slab = self.streams(st, names)
@@ -188,6 +190,8 @@ class Gen:
             if bias:
                 b += cp(n) * 2 + 4 * n + 32
             if "Skip" in t:
+                b += tm * cp(tn) * 2
+            if "Sto" in t:
                 b += tm * cp(tn) * 2
             if stash:
                 b += 2 * tm * cp(min(tn, k_stash)) * 2
@@ -265,7 +269,8 @@ class Gen:
             for nm in ("out0", "out1"):
                 lay.add(nm, tm * cp(tn) * 2)
             self._mm_epilogue_bufs(lay, tm, tn, n, -(-tm // rows_ps) if pool else ns, bias, "Skip" in t, stash, sx,
-                                   k_stash, keep and keep < acols, keep, pool, ce, keep_tile=cp(tk), ce_samples=ns)
+                                   k_stash, keep and keep < acols, keep, pool, ce, keep_tile=cp(tk), ce_samples=ns,
+                                   sto="Sto" in t)
             streams = [k for k in t if k not in ("a", "w")]
             return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
                              f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n,
@@ -274,7 +279,7 @@ class Gen:
                        stash=stash_how if stash else "", sx=sx, stash_cols=k_stash, keep=keep, keep_compact=False,
                        keep_pitch=cp(keep), bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
                        dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane,
-                       pool_samples=-(-tm // rows_ps))
+                       pool_samples=-(-tm // rows_ps), act_out=ACT[a.get("act_out") or "none"])
         _, tm, tn, order = best
         lay = L1()
         for nm, nb in (("araw0", tm * ap * 2), ("araw1", tm * ap * 2), ("apan", r4(tm) * k2 * 4)):
@@ -293,6 +298,8 @@ class Gen:
             lay.add("bias32", 4 * n)
         if "Skip" in t:
             lay.add("skip", tm * cp(tn) * 2)
+        if "Sto" in t:
+            lay.add("sto", tm * cp(tn) * 2)
         for nm, on in (("st", stash), ("sx", sx)):
             if on:
                 lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
@@ -315,16 +322,19 @@ class Gen:
                    sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
                    bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
                    dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane, ksplit=False, tk=tk, order=order,
+                   act_out=ACT[a.get("act_out") or "none"],
                    pool_samples=-(-tm // rows_ps))
 
     @staticmethod
     def _mm_epilogue_bufs(lay, tm, tn, n, ns, bias, skip, stash, sx, k_stash, compact, keep, pool, ce, keep_tile=0,
-                          ce_samples=0):
+                          ce_samples=0, sto=False):
         if bias:
             lay.add("bias16", cp(n) * 2)
             lay.add("bias32", 4 * n)
         if skip:
             lay.add("skip", tm * cp(tn) * 2)
+        if sto:
+            lay.add("sto", tm * cp(tn) * 2)
         for nm, on in (("st", stash), ("sx", sx)):
             if on:
                 lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
@@ -348,7 +358,7 @@ class Gen:
             if bias:
                 b += cp(n) * 2 + 4 * n
             if skip:
-                b += tm * cp(tn) * 2
+                b += tm * cp(tn) * 2 * (2 if "Sto" in t else 1)
             b += (2 if stash else 0) * tm * cp(min(tn, k_stash)) * 2 + (2 if sx else 0) * tm * cp(min(tn, k_stash)) * 2
             if keep and keep < kdim:
                 b += tm * cp(tk) * 2
@@ -414,8 +424,14 @@ class Gen:
             mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
-            loads = mt * nt * kt * (tk * cp(tm) + tk * cp(tn)) * 2 / L2_BYTES_PER_CYCLE
-            return compute + loads + mt * nt * (kt * 3 + 2) * FORK_CYCLES
+            a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
+            b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
+            l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / L2_BYTES_PER_CYCLE
+            # an external tensor moves whole rows whatever columns a tile wants
+            ext_b = (a_loads * tk * t.a.pitch * 2 if t.a.ext else 0) + (b_loads * tk * t.xs.pitch * 2 if t.xs.ext else 0)
+            ext_b += a_loads * tk * t.Stash.pitch * 2 if t.Stash and t.Stash.ext else 0
+            ext_b += 2 * m * t.dw.pitch * 2 if t.dw.ext else 0
+            return compute + l2 + ext_b + mt * nt * (kt * 3 + 2) * FORK_CYCLES
 
         best = None
         for tk in _cands(p, 2):
@@ -475,6 +491,8 @@ class Gen:
                 names["Stash"] = st.ins["stash"]
             if step == "ig":
                 names["Dx"] = st.outs["dx"]
+                if "stash_out" in st.ins:
+                    names["Sto"] = st.ins["stash_out"]
             else:
                 names["Xs"] = st.ins["xs"]
                 names["Dw"] = st.outs["dw"]
@@ -521,7 +539,7 @@ class Gen:
                 if pool:
                     b += 4 * ns * c + ns * cpc * 2
             elif step == "ig":
-                b += 2 * rout * pc * 2 + 2 * kk * pc * 2
+                b += 2 * rout * pc * 2 * (2 if "Sto" in t else 1) + 2 * kk * pc * 2
             else:
                 b += 2 * rx * pc * 2 + 4 * (kk + 1) * cpc + (kk + 1) * cpc * 2
             return b + 16 * 16
@@ -585,6 +603,9 @@ class Gen:
             lay.add("out1", rout * pc * 2)
             lay.add("w0", kk * pc * 2)
             lay.add("w1", kk * pc * 2)
+            if "Sto" in t:
+                lay.add("sto0", rout * pc * 2)
+                lay.add("sto1", rout * pc * 2)
         else:
             lay.add("x0", rx * pc * 2)
             lay.add("x1", rx * pc * 2)
@@ -603,6 +624,7 @@ class Gen:
                    fn=fn, buf=lay.bufs, l1=lay.off, step=step, c=c, tc=tc, ts=ts, samples=ns, h=h, w=w, ho=ho, wo=wo,
                    k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act, cp=cpc,
                    tr=tr, bands=-(-band_rows // tr), band_rows=band_rows, groups=-(-ns // ts), cblocks=-(-c // tc),
+                   act_out=ACT[a.get("act_out") or "none"],
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
                    bias=bias, y="Y" in t, accumulate=accumulate)
@@ -665,12 +687,16 @@ class Gen:
             names = {"G": st.ins["g"], "Y": st.outs["dy"]}
             if "acc" in st.ins:
                 names["Acc"] = st.ins["acc"]
+            if "stash_out" in st.ins:
+                names["Sto"] = st.ins["stash_out"]
         elif kind == "scale_fw":
             names = {"S": st.ins["s"], "X": st.ins["x"], "Y": st.outs["y"]}
         else:
             names = {"S": st.ins["s"], "X": st.ins["x"], "Dy": st.ins["dy"], "Dx": st.outs["dx"], "Ds": st.outs["ds"]}
+            if "stash_out" in st.ins:
+                names["Sto"] = st.ins["stash_out"]
         t, slab = self.streams(st, names)
-        per_row = cp(c) * 2 * (2 if kind == "scale_bw" else 1)
+        per_row = cp(c) * 2 * (2 if kind == "scale_bw" or (kind == "gap_bw" and "Sto" in t) else 1)
         fixed = ns * cp(c) * 2 + (4 * ns * c + ns * cp(c) * 2 if kind == "scale_bw" else 0) + 8 * 16
         ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx", "Ds")] + [0]) * 2
         tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
@@ -681,6 +707,8 @@ class Gen:
         if kind == "gap_bw":
             lay.add("g", ns * cp(c) * 2)
             lay.add("y", tr * cp(c) * 2)
+            if "Sto" in t:
+                lay.add("sto", tr * cp(c) * 2)
         elif kind == "scale_fw":
             lay.add("s", ns * cp(c) * 2)
             lay.add("x", tr * cp(c) * 2)
@@ -690,9 +718,11 @@ class Gen:
             lay.add("x", tr * cp(c) * 2)
             lay.add("acc", 4 * ns * c)
             lay.add("ds", ns * cp(c) * 2)
+            if "Sto" in t:
+                lay.add("sto", ns * cp(c) * 2)
         return _NS(title=f"{st.name}: {kind}, {ns} samples x {hw} pixels x {c} channels", fn=fn, buf=lay.bufs,
                    l1=lay.off, kind=kind, c=c, cp=cp(c), hw=hw, rows=rows, tr=tr, samples=ns, t=t, streams=list(t),
-                   acc="Acc" in t)
+                   acc="Acc" in t, act_out=ACT[st.attrs.get("act_out") or "none"])
 
     def sgd(self, st: Stage, fn: str) -> _NS:
         a = st.attrs

@@ -378,7 +378,34 @@ class _Walk:
                                 {**a, "stash_how": self.stash.get(lay.name, (None, None))[1]}, "chunk_t", lay,
                                 tuple(fused)))
                 grad[x] = dx
-        step.stages += bw
+        step.stages += self.fuse_act_backward(bw)
+
+    def fuse_act_backward(self, bw: list[Stage]) -> list[Stage]:
+        """A layer's activation backward runs once, in the epilogue of the stage that last writes its
+        output gradient (the next layer's input gradient, the pool's broadcast), rather than in the
+        prologues of both its weight and input gradients."""
+        out = list(bw)
+        for i, st in enumerate(out):
+            if st.kind not in ("mm_wg", "dw_wg") or "stash" not in st.ins:
+                continue
+            lay = st.layer
+            dy = st.ins["dy"]
+            writer = max((j for j in range(i) if dy in out[j].outs.values()), default=None)
+            if writer is None:
+                continue
+            w = out[writer]
+            act = st.attrs["act"]
+            slot = next(k for k, v in w.outs.items() if v == dy)
+            out[writer] = Stage(w.name, w.phase, w.kind, {**w.ins, "stash_out": st.ins["stash"]}, w.outs,
+                                {**w.attrs, "act_out": act, "act_out_slot": slot}, w.repeat, w.layer,
+                                w.fused + (f"{act} backward ({lay.name})",))
+            for j in range(i, len(out)):
+                o = out[j]
+                if o.layer is lay and o.kind in ("mm_wg", "dw_wg", "mm_ig", "dw_ig") and "stash" in o.ins:
+                    ins = {k: v for k, v in o.ins.items() if k != "stash"}
+                    out[j] = Stage(o.name, o.phase, o.kind, ins, o.outs, o.attrs, o.repeat, o.layer,
+                                   tuple(f for f in o.fused if not f.endswith(f"backward ({lay.name})")))
+        return out
 
     def scale_bw(self, op: Op, grad: dict) -> list[Stage]:
         x, s = _canon(self.alias, op.inputs[0]), _canon(self.alias, op.inputs[1])

@@ -22,6 +22,7 @@ ETA_MM = 2.0 ** -18
 ETA_DW = {"fw": 9 * 2.0 ** -11, "ig": 9 * 2.0 ** -11, "wg": 8 * 2.0 ** -11}
 U = 2.0 ** -10
 SLOPE = {"none": 0.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
+SLOPE_BW = {"relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}   # bound on |act'|: how a gradient's error carries
 
 
 def h(x) -> np.ndarray:
@@ -87,6 +88,13 @@ def run_stage(env: Env, st: Stage, chunk: int = 0, variant: str = "") -> dict:
           "conv_fw": _conv_fw, "gap_bw": _gap_bw, "scale_fw": _scale_fw, "scale_bw": _scale_bw, "sgd": _sgd,
           "latents": _latents}[st.kind]
     out = fn(env, st, chunk, variant == "acc")
+    if st.attrs.get("act_out"):   # the activation backward of the layer whose output gradient this is
+        name = st.outs[st.attrs["act_out_slot"]]
+        val, tol = out[name]
+        stv = env.get(st, st.ins["stash_out"], chunk)[:, : val.shape[1]]
+        act = st.attrs["act_out"]
+        g = act_bw(act, stv, val)
+        out[name] = (g, SLOPE_BW[act] * tol + (0.0 if act == "relu6" else U * np.abs(g)) + 2.0 ** -24)
     for name, (ref, _) in out.items():
         env.put(st, name, chunk, ref)
     return out

@@ -194,8 +194,21 @@ void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int
                                 int rows_ps, int col0) {
   int lo, hi;
   odl_chunk(cols, &lo, &hi);
-  for (int c = lo; c < hi; c++)
-    for (int r = 0; r < rows; r++) acc[((m0 + r) / rows_ps) * acc_pitch + col0 + c] += odl_h2f(y[r * yp + c]);
+  int first = m0 / rows_ps, r_in = m0 - first * rows_ps;   /* the tile starts r_in rows into sample `first` */
+  for (int c = lo; c < hi; c++) {
+    float *a = acc + first * acc_pitch + col0 + c, sum = 0.0f;
+    int left = rows_ps - r_in;
+    for (int r = 0; r < rows; r++) {
+      sum += odl_h2f(y[r * yp + c]);
+      if (--left == 0) {
+        *a += sum;
+        a += acc_pitch;
+        sum = 0.0f;
+        left = rows_ps;
+      }
+    }
+    if (left != rows_ps) *a += sum;
+  }
 }
 
 /* Cross-entropy from logits, one row per sample: dz = softmax(z) - onehot(label), loss = logsumexp - z[label]. */
@@ -246,12 +259,29 @@ void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n,
   }
 }
 
+/* Floor division and remainder by a stride: strides 1 and 2 (every depthwise layer of the networks)
+ * without the cluster's one shared divider, which eight cores would queue for. */
+static inline int odl_sdiv(int x, int s) { return s == 1 ? x : (s == 2 ? x >> 1 : (x >= 0 ? x / s : -((s - 1 - x) / s))); }
+static inline int odl_smod(int x, int s) { return s == 1 ? 0 : (s == 2 ? x & 1 : x - odl_sdiv(x, s) * s); }
+
 /* ---------------------------------------------------------------- depthwise over a batch of maps
  * A tile holds `ns` maps (one per sample, `h*w` rows of pitch p each) of the same channel block, or
  * a band of rows of one map: rows [r0, r1) of the output (forward, weight gradient) or of the input
  * gradient, with the tensors' pointers set so that row indices are those of the whole map.
  * Work items are (sample, row, channel-pair group): on the small maps of the networks' last blocks
  * (1x1, 2x2) the rows alone would leave most cores idle, so channel pairs split too. */
+
+/* Advance an item (channel group cg, row rr of sample smp) by `nc` items without dividing. */
+static inline void odl_dw_step(int *cg, int *rr, int *smp, int nc, int g, int rows) {
+  *cg += nc;
+  while (*cg >= g) {
+    *cg -= g;
+    if (++*rr == rows) {
+      *rr = 0;
+      ++*smp;
+    }
+  }
+}
 
 static inline void odl_dw_items(int ns, int rows, int c2, int *groups, int *items) {
   int nc = pi_cl_team_nb_cores(), g = 1;
@@ -262,24 +292,94 @@ static inline void odl_dw_items(int ns, int rows, int c2, int *groups, int *item
 
 /* One output row of the forward on channel pairs [c_lo, c_hi), FP16 accumulation of the taps in
  * tap order (vfmac.h), interior pixels without bounds checks for k = 3. */
+/* tap lists live on the cores' 1 KiB stacks: up to 5x5 kernels */
+#define ODL_DW_MAXK 5
+
+/* out[c] = (b[c] or 0) + sum over the taps t of x[goff[t] + c] w[woff[t] + c], in tap order, for the channel
+ * pairs [c_lo, c_hi); the usual tap counts (4, 6, 9) unrolled with a pointer per tap. */
+#define ODL_TAP_PTRS(n) const uint32_t *g_[n], *w_[n]; for (int t = 0; t < n; t++) { g_[t] = xv + goff[t]; w_[t] = wv + woff[t]; }
+static inline void odl_dw_taps(uint32_t *out, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, const int *goff,
+                               const int *woff, int ng, int c_lo, int c_hi) {
+  if (ng == 9) {
+    ODL_TAP_PTRS(9)
+    for (int c = c_lo; c < c_hi; c++) {
+      uint32_t a = pulp_vfmac_h(bv ? bv[c] : 0u, g_[0][c], w_[0][c]);
+      a = pulp_vfmac_h(a, g_[1][c], w_[1][c]);
+      a = pulp_vfmac_h(a, g_[2][c], w_[2][c]);
+      a = pulp_vfmac_h(a, g_[3][c], w_[3][c]);
+      a = pulp_vfmac_h(a, g_[4][c], w_[4][c]);
+      a = pulp_vfmac_h(a, g_[5][c], w_[5][c]);
+      a = pulp_vfmac_h(a, g_[6][c], w_[6][c]);
+      a = pulp_vfmac_h(a, g_[7][c], w_[7][c]);
+      out[c] = pulp_vfmac_h(a, g_[8][c], w_[8][c]);
+    }
+  } else if (ng == 6) {
+    ODL_TAP_PTRS(6)
+    for (int c = c_lo; c < c_hi; c++) {
+      uint32_t a = pulp_vfmac_h(bv ? bv[c] : 0u, g_[0][c], w_[0][c]);
+      a = pulp_vfmac_h(a, g_[1][c], w_[1][c]);
+      a = pulp_vfmac_h(a, g_[2][c], w_[2][c]);
+      a = pulp_vfmac_h(a, g_[3][c], w_[3][c]);
+      a = pulp_vfmac_h(a, g_[4][c], w_[4][c]);
+      out[c] = pulp_vfmac_h(a, g_[5][c], w_[5][c]);
+    }
+  } else if (ng == 4) {
+    ODL_TAP_PTRS(4)
+    for (int c = c_lo; c < c_hi; c++) {
+      uint32_t a = pulp_vfmac_h(bv ? bv[c] : 0u, g_[0][c], w_[0][c]);
+      a = pulp_vfmac_h(a, g_[1][c], w_[1][c]);
+      a = pulp_vfmac_h(a, g_[2][c], w_[2][c]);
+      out[c] = pulp_vfmac_h(a, g_[3][c], w_[3][c]);
+    }
+  } else {
+    for (int c = c_lo; c < c_hi; c++) {
+      uint32_t a = bv ? bv[c] : 0u;
+      for (int t = 0; t < ng; t++) a = pulp_vfmac_h(a, xv[goff[t] + c], wv[woff[t] + c]);
+      out[c] = a;
+    }
+  }
+}
+
+/* One output pixel outside the interior: its valid taps (a rectangle) listed once, then every channel
+ * pair of the group through them, in tap order from the bias (the arithmetic of odl_dw_px). */
+static inline void odl_dw_fw_edge(uint32_t *yp, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, int c_lo,
+                                  int c_hi, int h, int wd, int k, int s, int pt, int pl, int p2, int oh, int ow) {
+  if (k > ODL_DW_MAXK) {   /* larger kernels: the generic per-tap path */
+    for (int c = c_lo; c < c_hi; c++) yp[c] = odl_dw_px(xv, wv, bv ? bv[c] : 0, c, oh, ow, h, wd, k, s, pt, pl, p2);
+    return;
+  }
+  int goff[ODL_DW_MAXK * ODL_DW_MAXK], woff[ODL_DW_MAXK * ODL_DW_MAXK], ng = 0;
+  for (int kh = 0; kh < k; kh++) {
+    int ih = oh * s + kh - pt;
+    if (ih < 0 || ih >= h) continue;
+    for (int kw = 0; kw < k; kw++) {
+      int iw = ow * s + kw - pl;
+      if (iw < 0 || iw >= wd) continue;
+      goff[ng] = (ih * wd + iw) * p2;
+      woff[ng++] = (kh * k + kw) * p2;
+    }
+  }
+  odl_dw_taps(yp, xv, wv, bv, goff, woff, ng, c_lo, c_hi);
+}
+
+/* One output row of the forward on channel pairs [c_lo, c_hi), FP16 accumulation of the taps in tap
+ * order (vfmac.h): interior pixels of k = 3 with the pair's weights in registers, the others by tap list. */
 static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, int c_lo, int c_hi,
                                  int h, int wd, int wo, int k, int s, int pt, int pl, int p2, int oh) {
-  int ow0 = (pl + s - 1) / s, ow1 = (wd - k + pl) / s + 1;
+  int ow0 = odl_sdiv(pl + s - 1, s), ow1 = odl_sdiv(wd - k + pl, s) + 1;
   if (ow1 > wo) ow1 = wo;
-  int ih = oh * s - pt, inner = k == 3 && ih >= 0 && ih + 2 < h;
+  int ih = oh * s - pt, inner = k == 3 && ih >= 0 && ih + 2 < h && ow0 < ow1;
+  uint32_t *yrow = yv + oh * wo * p2;
+  for (int ow = 0; ow < wo; ow++)
+    if (!inner || ow < ow0 || ow >= ow1) odl_dw_fw_edge(yrow + ow * p2, xv, wv, bv, c_lo, c_hi, h, wd, k, s, pt, pl, p2, oh, ow);
+  if (!inner) return;
   for (int c = c_lo; c < c_hi; c++) {
     uint32_t bias = bv ? bv[c] : 0;
-    uint32_t *yo = yv + oh * wo * p2 + c;
-    if (!inner) {
-      for (int ow = 0; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
-      continue;
-    }
-    for (int ow = 0; ow < ow0 && ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
     uint32_t w0 = wv[c], w1 = wv[p2 + c], w2 = wv[2 * p2 + c], w3 = wv[3 * p2 + c], w4 = wv[4 * p2 + c],
              w5 = wv[5 * p2 + c], w6 = wv[6 * p2 + c], w7 = wv[7 * p2 + c], w8 = wv[8 * p2 + c];
     const uint32_t *r0 = xv + (ih * wd + ow0 * s - pl) * p2 + c;
     const uint32_t *r1 = r0 + wd * p2, *r2 = r1 + wd * p2;
-    uint32_t *yp = yo + ow0 * p2;
+    uint32_t *yp = yrow + ow0 * p2 + c;
     for (int ow = ow0; ow < ow1; ow++) {
       uint32_t acc = pulp_vfmac_h(bias, r0[0], w0);
       acc = pulp_vfmac_h(acc, r0[p2], w1);
@@ -296,7 +396,6 @@ static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_
       r1 += s * p2;
       r2 += s * p2;
     }
-    for (int ow = ow1 > ow0 ? ow1 : ow0; ow < wo; ow++) yo[ow * p2] = odl_dw_px(xv, wv, bias, c, oh, ow, h, wd, k, s, pt, pl, p2);
   }
 }
 
@@ -305,11 +404,13 @@ void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, i
   int g, items, p2 = p / 2, rows = r1 - r0;
   odl_dw_items(ns, rows, c2, &g, &items);
   int nc = pi_cl_team_nb_cores();
-  for (int it = pi_core_id(); it < items; it += nc) {
-    int cg = it % g, row = it / g, smp = row / rows, oh = r0 + row % rows;
+  int id = pi_core_id(), cg = id % g, row = id / g, smp = row / rows, rr = row % rows;   /* then stepped, no divides */
+  for (int it = id; it < items; it += nc) {
+    int oh = r0 + rr;
     int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
     odl_dw_fw_row((uint32_t *)(y + smp * ho * wo * p), (const uint32_t *)(x + smp * h * wd * p), (const uint32_t *)w,
                   (const uint32_t *)b, c_lo, c_hi, h, wd, wo, k, s, pt, pl, p2, oh);
+    odl_dw_step(&cg, &rr, &smp, nc, g, rows);
   }
 }
 
@@ -320,30 +421,26 @@ void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd
   odl_dw_items(ns, rows, c2, &g, &items);
   int nc = pi_cl_team_nb_cores();
   const uint32_t *wv = (const uint32_t *)w;
-  for (int it = pi_core_id(); it < items; it += nc) {
-    int cg = it % g, row = it / g, smp = row / rows, ih = r0 + row % rows;
+  int id = pi_core_id(), cg = id % g, row = id / g, smp = row / rows, rr = row % rows;
+  for (int it = id; it < items; it += nc, odl_dw_step(&cg, &rr, &smp, nc, g, rows)) {
+    int ih = r0 + rr;
     int c_lo = cg * c2 / g, c_hi = (cg + 1) * c2 / g;
     const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p);
     uint32_t *xv = (uint32_t *)(dx + smp * h * wd * p);
-    int kh0 = (ih + pt) % s;
+    int kh0 = odl_smod(ih + pt, s);
     for (int iw = 0; iw < wd; iw++) {
-      int kw0 = (iw + pl) % s, ng = 0, goff[64], woff[64];
+      int kw0 = odl_smod(iw + pl, s), ng = 0, goff[ODL_DW_MAXK * ODL_DW_MAXK], woff[ODL_DW_MAXK * ODL_DW_MAXK];
       for (int kh = kh0; kh < k; kh += s) {
-        int oh = (ih + pt - kh) / s;
+        int oh = odl_sdiv(ih + pt - kh, s);
         if (oh < 0 || oh >= ho) continue;
         for (int kw = kw0; kw < k; kw += s) {
-          int ow = (iw + pl - kw) / s;
-          if (ow < 0 || ow >= wo || ng == 64) continue;
+          int ow = odl_sdiv(iw + pl - kw, s);
+          if (ow < 0 || ow >= wo || ng == ODL_DW_MAXK * ODL_DW_MAXK) continue;
           goff[ng] = (oh * wo + ow) * p2;
           woff[ng++] = (kh * k + kw) * p2;
         }
       }
-      uint32_t *out = xv + (ih * wd + iw) * p2;
-      for (int c = c_lo; c < c_hi; c++) {
-        uint32_t acc = 0;
-        for (int t = 0; t < ng; t++) acc = pulp_vfmac_h(acc, dv[goff[t] + c], wv[woff[t] + c]);
-        out[c] = acc;
-      }
+      odl_dw_taps(xv + (ih * wd + iw) * p2, dv, wv, 0, goff, woff, ng, c_lo, c_hi);
     }
   }
 }
@@ -361,39 +458,41 @@ void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *
     int bias = tap == taps;
     int oh0 = 0, oh1 = ho, ow0 = 0, ow1 = wo;
     if (!bias) {
-      oh0 = kh < pt ? (pt - kh + s - 1) / s : 0;
-      oh1 = (h - 1 + pt - kh) / s + 1;
-      ow0 = kw < pl ? (pl - kw + s - 1) / s : 0;
-      ow1 = (wd - 1 + pl - kw) / s + 1;
+      oh0 = kh < pt ? odl_sdiv(pt - kh + s - 1, s) : 0;
+      oh1 = odl_sdiv(h - 1 + pt - kh, s) + 1;
+      ow0 = kw < pl ? odl_sdiv(pl - kw + s - 1, s) : 0;
+      ow1 = odl_sdiv(wd - 1 + pl - kw, s) + 1;
       if (oh1 > ho) oh1 = ho;
       if (ow1 > wo) ow1 = wo;
     }
     if (oh0 < r0) oh0 = r0;   /* the output rows of this tile */
     if (oh1 > r1) oh1 = r1;
-    float flo = 0.0f, fhi = 0.0f;
+    /* terms in FP16 lanes, 8 at a time across rows and samples, folded into FP32 */
+    uint32_t lo32 = 0, hi32 = 0, a = 0;
+    int cnt = 0;
     for (int smp = 0; smp < ns; smp++) {
       const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p), *xv = (const uint32_t *)(x + smp * h * wd * p);
-      uint32_t lo32 = 0, hi32 = 0;
       for (int oh = oh0; oh < oh1; oh++) {
         const uint32_t *g = dv + (oh * wo + ow0) * p2 + c;
         const uint32_t *xr = xv + ((oh * s + kh - pt) * wd + ow0 * s + kw - pl) * p2 + c;
-        for (int ow = ow0; ow < ow1; ow += 8) {
-          int n = ow1 - ow < 8 ? ow1 - ow : 8;
-          uint32_t a = 0;
-          if (bias)
-            for (int j = 0; j < n; j++, g += p2) a = pulp_vfadd_h(a, *g);
-          else
-            for (int j = 0; j < n; j++, g += p2, xr += s * p2) a = pulp_vfmac_h(a, *g, *xr);
-          lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
-          hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+        for (int ow = ow0; ow < ow1; ow++, g += p2, xr += s * p2) {
+          a = bias ? pulp_vfadd_h(a, *g) : pulp_vfmac_h(a, *g, *xr);
+          if (++cnt == 8) {
+            lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
+            hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+            a = 0;
+            cnt = 0;
+          }
         }
       }
-      float l, hh;
-      __builtin_memcpy(&l, &lo32, 4);
-      __builtin_memcpy(&hh, &hi32, 4);
-      flo += l;
-      fhi += hh;
     }
+    if (cnt) {
+      lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
+      hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+    }
+    float flo, fhi;
+    __builtin_memcpy(&flo, &lo32, 4);
+    __builtin_memcpy(&fhi, &hi32, 4);
     float *dst = bias ? accb : acc + tap * ap;
     dst[2 * c] += flo;
     dst[2 * c + 1] += fhi;
@@ -423,9 +522,95 @@ void odl_narrow_bias(f16 *dst, int dp, const float *acc, int ap, int rows, int n
 
 /* ---------------------------------------------------------------- building blocks */
 void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch) { odl_pack_rows(dst, src, rows, blocks, k2, pitch); }
-void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) { odl_pack_cols(dst, src, rows, blocks, kdim, pitch); }
-void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias) { odl_matmul(ap, bp, m, n, k2, c, pitch, bias); }
-void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch) { odl_matmul_acc(ap, bp, m, n, k2, accm, apitch); }
+/* The transpose of S[kdim][rows] into 4-row panels (as odl_pack_cols), two columns of S at a time:
+ * one word of two adjacent columns from each of two rows of S gives a panel word of each column. */
+void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) {
+  int k2 = (kdim + 1) / 2, lo, hi;
+  odl_chunk(blocks, &lo, &hi);
+  for (int b = lo; b < hi; b++) {
+    uint32_t *d = dst + b * k2 * 4;
+    for (int i = 0; i < 4; i += 2) {
+      int r = 4 * b + i;
+      if (r + 1 < rows && !((uintptr_t)(src + r) & 3) && !(pitch & 1)) {
+        const uint32_t *s = (const uint32_t *)(src + r);
+        int wp = pitch / 2;
+        for (int kk = 0; kk < kdim / 2; kk++) {
+          uint32_t w0 = s[2 * kk * wp], w1 = s[(2 * kk + 1) * wp];
+          d[kk * 4 + i] = (w0 & 0xffffu) | (w1 << 16);
+          d[kk * 4 + i + 1] = (w0 >> 16) | (w1 & 0xffff0000u);
+        }
+        if (kdim & 1) {
+          uint32_t w0 = s[(kdim - 1) * wp];
+          d[(k2 - 1) * 4 + i] = w0 & 0xffffu;
+          d[(k2 - 1) * 4 + i + 1] = w0 >> 16;
+        }
+        continue;
+      }
+      for (int q = i; q < i + 2; q++) {
+        int rr = 4 * b + q;
+        if (rr >= rows) {
+          for (int kk = 0; kk < k2; kk++) d[kk * 4 + q] = 0;
+          continue;
+        }
+        const f16 *s = src + rr;
+        for (int kk = 0; kk < kdim / 2; kk++) d[kk * 4 + q] = s[2 * kk * pitch] | ((uint32_t)s[(2 * kk + 1) * pitch] << 16);
+        if (kdim & 1) d[(k2 - 1) * 4 + q] = s[(kdim - 1) * pitch];
+      }
+    }
+  }
+}
+
+/* C = A.B^T (+ bias) as odl_matmul, each core walking its own 4x4 blocks (block b = id, id + cores, ...)
+ * instead of scanning every block; partial blocks go through a 4x4 FP16 tile. */
+void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias) {
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id();
+  int bm = id / nb, bn = id % nb;
+  float acc[16];
+  for (int b = id; b < mb * nb; b += nc) {
+    const uint32_t *a = ap + bm * k2 * 4, *bb = bp + bn * k2 * 4;
+    if (4 * bm + 3 < m && 4 * bn + 3 < n) {
+      odl_mm4x4_st(a, bb, (uint32_t)k2, c + 4 * bm * pitch + 4 * bn, (uint32_t)pitch * 2, bias ? bias + 4 * bn : odl_zero4);
+    } else {
+      odl_mm4x4(a, bb, (uint32_t)k2, acc);
+      for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
+        uint32_t *row = (uint32_t *)(c + (4 * bm + i) * pitch);
+        for (int j = 0; j < 4; j += 2) {
+          int col = 4 * bn + j;
+          if (col >= n) break;
+          float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
+          if (bias) {
+            v0 += bias[col];
+            if (col + 1 < n) v1 += bias[col + 1];
+          }
+          row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
+        }
+      }
+    }
+    bn += nc;
+    while (bn >= nb) {
+      bn -= nb;
+      bm++;
+    }
+  }
+}
+
+void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch) {
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id();
+  int bm = id / nb, bn = id % nb;
+  float acc[16];
+  for (int b = id; b < mb * nb; b += nc) {
+    odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
+    for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
+      float *row = accm + (4 * bm + i) * apitch;
+      for (int j = 0; j < 4 && 4 * bn + j < n; j++) row[4 * bn + j] += acc[4 * i + j];
+    }
+    bn += nc;
+    while (bn >= nb) {
+      bn -= nb;
+      bm++;
+    }
+  }
+}
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }
 void odl_lib_zero_f32(float *p, int n) { odl_zero_f32(p, n); }
 void odl_lib_widen(float *dst, const f16 *src, int n) { odl_widen(dst, src, n); }
