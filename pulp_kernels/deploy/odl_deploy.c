@@ -449,12 +449,14 @@ void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd
  * items (tap or bias, channel pair), each
  * summing every map of the tile (the same FP16 partial sums of up to 8 terms as odl_dw_wg). */
 void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho,
-                                   int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1) {
+                     int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1) {
   const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
   int p2 = p / 2, taps = k * k, items = (taps + (accb ? 1 : 0)) * c2;
-  int nc = pi_cl_team_nb_cores();
-  for (int it = pi_core_id(); it < items; it += nc) {
-    int tap = it / c2, c = it % c2, kh = tap / k, kw = tap % k;
+  int nc = pi_cl_team_nb_cores(), id = pi_core_id();
+  int tap = id / c2, c = id - tap * c2;                 /* then stepped by nc items, no divides */
+  const int gs = ho * wo * p2, xsmp = h * wd * p2;      /* a sample further on */
+  for (int it = id; it < items; it += nc) {
+    int kh = odl_sdiv(tap, k), kw = tap - kh * k;
     int bias = tap == taps;
     int oh0 = 0, oh1 = ho, ow0 = 0, ow1 = wo;
     if (!bias) {
@@ -467,28 +469,33 @@ void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *
     }
     if (oh0 < r0) oh0 = r0;   /* the output rows of this tile */
     if (oh1 > r1) oh1 = r1;
-    /* terms in FP16 lanes, 8 at a time across rows and samples, folded into FP32 */
-    uint32_t lo32 = 0, hi32 = 0, a = 0;
-    int cnt = 0;
-    for (int smp = 0; smp < ns; smp++) {
-      const uint32_t *dv = (const uint32_t *)(dy + smp * ho * wo * p), *xv = (const uint32_t *)(x + smp * h * wd * p);
-      for (int oh = oh0; oh < oh1; oh++) {
-        const uint32_t *g = dv + (oh * wo + ow0) * p2 + c;
-        const uint32_t *xr = xv + ((oh * s + kh - pt) * wd + ow0 * s + kw - pl) * p2 + c;
-        for (int ow = ow0; ow < ow1; ow++, g += p2, xr += s * p2) {
-          a = bias ? pulp_vfadd_h(a, *g) : pulp_vfmac_h(a, *g, *xr);
-          if (++cnt == 8) {
-            lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
-            hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
-            a = 0;
-            cnt = 0;
+    uint32_t lo32 = 0, hi32 = 0;
+    if (oh0 < oh1 && ow0 < ow1) {
+      /* terms in FP16 lanes, 8 at a time across rows and samples, folded into FP32 */
+      const uint32_t *gb = (const uint32_t *)dy + (oh0 * wo + ow0) * p2 + c;
+      const uint32_t *xb = (const uint32_t *)x + ((oh0 * s + kh - pt) * wd + ow0 * s + kw - pl) * p2 + c;
+      int n_ow = ow1 - ow0, n_oh = oh1 - oh0, gstep = s * p2;
+      uint32_t a = 0;
+      int cnt = 0;
+      for (int smp = 0; smp < ns; smp++, gb += gs, xb += xsmp) {
+        const uint32_t *gr = gb, *xr0 = xb;
+        for (int r = 0; r < n_oh; r++, gr += wo * p2, xr0 += s * wd * p2) {
+          const uint32_t *g = gr, *xr = xr0;
+          for (int q = 0; q < n_ow; q++, g += p2, xr += gstep) {
+            a = bias ? pulp_vfadd_h(a, *g) : pulp_vfmac_h(a, *g, *xr);
+            if (++cnt == 8) {
+              lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
+              hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+              a = 0;
+              cnt = 0;
+            }
           }
         }
       }
-    }
-    if (cnt) {
-      lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
-      hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+      if (cnt) {
+        lo32 = pulp_vfdotpex_s_h(lo32, a, one_lo);
+        hi32 = pulp_vfdotpex_s_h(hi32, a, one_hi);
+      }
     }
     float flo, fhi;
     __builtin_memcpy(&flo, &lo32, 4);
@@ -496,6 +503,11 @@ void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *
     float *dst = bias ? accb : acc + tap * ap;
     dst[2 * c] += flo;
     dst[2 * c + 1] += fhi;
+    c += nc;
+    while (c >= c2) {
+      c -= c2;
+      tap++;
+    }
   }
 }
 
