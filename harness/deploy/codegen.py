@@ -698,6 +698,8 @@ class Gen:
         t, slab = self.streams(st, names)
         per_row = cp(c) * 2 * (2 if kind == "scale_bw" or (kind == "gap_bw" and "Sto" in t) else 1)
         fixed = ns * cp(c) * 2 + (4 * ns * c + ns * cp(c) * 2 if kind == "scale_bw" else 0) + 8 * 16
+        if kind == "scale_bw" and "Sto" in t:
+            fixed += ns * cp(c) * 2
         ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx", "Ds")] + [0]) * 2
         tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
                    and r * ext_pitch <= slab), None)
