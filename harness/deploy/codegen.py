@@ -252,12 +252,7 @@ class Gen:
                     if c < best[0]:
                         best = (c, tm, tn, "nm")
         tk = acols
-        if best is None:
-            best = self._mm_ksplit(m, n, acols, fw, act_bw, bias, stash, sx, k_stash, keep, pool, ce, ns, t, ext, slab,
-                                   "Skip" in t, puts, rows_ps)
-            if best is None:
-                self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
-            _, tm, tn, tk = best
+        def klayout(tm, tn, tk):
             lay = L1()
             lay.add("araw0", tm * cp(tk) * 2)
             if act_bw:
@@ -271,6 +266,15 @@ class Gen:
             self._mm_epilogue_bufs(lay, tm, tn, n, -(-tm // rows_ps) if pool else ns, bias, "Skip" in t, stash, sx,
                                    k_stash, keep and keep < acols, keep, pool, ce, keep_tile=cp(tk), ce_samples=ns,
                                    sto="Sto" in t)
+            return lay
+
+        split = self._mm_ksplit(m, n, acols, fw, pool, ce, t, ext, slab, puts, rows_ps,
+                                lambda tm, tn, tk: klayout(tm, tn, tk).off + 256)
+        if best is None and split is None:
+            self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
+        if split is not None and (best is None or split[0] < best[0]):
+            _, tm, tn, tk = split
+            lay = klayout(tm, tn, tk)
             streams = [k for k in t if k not in ("a", "w")]
             return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
                              f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n,
@@ -349,25 +353,9 @@ class Gen:
             lay.add("dz", tm * cp(n) * 2)
             lay.add("loss", tm * 4)
 
-    def _mm_ksplit(self, m, n, kdim, fw, act_bw, bias, stash, sx, k_stash, keep, pool, ce, ns, t, ext, slab, skip, puts,
-                   rows_ps):
-        """Tiles (tm, tn, tk) for a product whose reduction does not fit L1 whole; None if nothing fits."""
-        def mem(tm, tn, tk):
-            b = tm * cp(tk) * 2 * (2 if act_bw else 1) + r4(tm) * cp(tk) * 2 + (tn * cp(tk) if fw else tk * cp(tn)) * 2
-            b += r4(tn) * cp(tk) * 2 + 4 * tm * tn + 2 * tm * cp(tn) * 2
-            if bias:
-                b += cp(n) * 2 + 4 * n
-            if skip:
-                b += tm * cp(tn) * 2 * (2 if "Sto" in t else 1)
-            b += (2 if stash else 0) * tm * cp(min(tn, k_stash)) * 2 + (2 if sx else 0) * tm * cp(min(tn, k_stash)) * 2
-            if keep and keep < kdim:
-                b += tm * cp(tk) * 2
-            if pool:
-                ps = -(-tm // rows_ps)
-                b += 4 * ps * n + ps * cp(n) * 2
-            if ce:
-                b += 4 * ns + tm * cp(n) * 2 + tm * 4
-            return b + 16 * 16
+    def _mm_ksplit(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem):
+        """Tiles (tm, tn, tk) for a product whose reduction is sliced (accumulated in FP32): the cheapest
+        that fits, or None. `mem(tm, tn, tk)` is the L1 of a choice."""
         best = None
         for tk in _cands(kdim, 16):
             for tn in _cands(n, 4):
@@ -381,8 +369,15 @@ class Gen:
                     if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):
                         continue
                     mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
-                    cost = mt * nt * kt * (-(-(-(-tm // 4) * -(-tn // 4)) // self.cores) * (30 + 12 * cp(tk))
-                                           + 3 * FORK_CYCLES)
+                    compute = mt * nt * kt * (-(-(-(-tm // 4) * -(-tn // 4)) // self.cores) * (30 + 12 * cp(tk)))
+                    # every slice of A and of W moves per (m, n, k) tile; external tensors move whole rows
+                    a_b = mt * nt * kt * tm * (t.a.pitch if t.a.ext else cp(tk)) * 2
+                    if fw:
+                        w_b = mt * nt * kt * tn * (t.w.pitch if t.w.ext else cp(tk)) * 2
+                    else:
+                        w_b = mt * nt * kt * tk * (t.w.pitch if t.w.ext else cp(tn)) * 2
+                    traffic = a_b / t.a.bw + w_b / t.w.bw
+                    cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is None or cost < best[0]:
                         best = (cost, tm, tn, tk)
         return best
