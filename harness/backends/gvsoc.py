@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 
 from harness import elf as elfmod
+from harness import procs
 from harness.errors import UserError
 
 TARGET = "pulp-open"
@@ -312,26 +313,20 @@ def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | N
     the simulator it spawned. It runs in its work directory: gvrun imports modules from its cwd."""
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=cwd)
+        proc = procs.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd)
     except OSError as e:
         raise UserError(f"GVSoC failed to start: {cmd[0]}: {e.strerror or e}; {HOW_TO}") from None
     try:
         out, err = proc.communicate(timeout=timeout)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        procs.kill_group(proc.pid)
         out, err = proc.communicate()
         rc = None
     except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        procs.release(proc, kill=True)
         raise
+    procs.release(proc)
     return (out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), rc,
             time.monotonic() - t0)
 
@@ -350,7 +345,7 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
     loader, so they are larger than the embedded simulator's by a start-up offset)."""
     check_platform(platform)
     launcher = require()
-    elfmod.load(elf_path)  # same one-line errors as the embedded backend for a missing or foreign file
+    elfmod.load(elf_path, platform)  # same one-line errors as the embedded backend for a bad or foreign file
     timeout = timeout_for(max_cycles, trace=bool(trace))
     stat_vals = {}
     with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-") as wd:
