@@ -161,24 +161,39 @@ typedef struct pi_cl_dma_cmd_s {
   int id;
 } pi_cl_dma_cmd_t;
 #define PULP_DMA_DEMUX 0x10204400u
-static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
-                                 pi_cl_dma_cmd_t *cmd) {
+/* The command word: the size in bits 0..16, then the direction (17), increment (18), 2-D (19) and
+ * event (20) flags. A larger size would spill into the flags, so pi_cl_dma_cmd refuses it. */
+#define PULP_CL_DMA_SIZE_BITS 17
+void __pulp_cl_dma_size_error(uint32_t size) __attribute__((noreturn));
+/* The commands without the size check, for callers that split transfers themselves (odl_kernels.h). */
+static inline void pulp_cl_dma_push(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                                    pi_cl_dma_cmd_t *cmd) {
   uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
-  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 20));
+  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << PULP_CL_DMA_SIZE_BITS) | (1u << 18) | (1u << 20));
   pulp_wr(PULP_DMA_DEMUX, loc);
   pulp_wr(PULP_DMA_DEMUX, ext);
   cmd->id = (int)tid;
 }
-/* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
-static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
-                                    pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
+static inline void pulp_cl_dma_push_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                                       pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
   uint32_t tid = pulp_rd(PULP_DMA_DEMUX);
-  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << 17) | (1u << 18) | (1u << 19) | (1u << 20));
+  pulp_wr(PULP_DMA_DEMUX, size | ((uint32_t)dir << PULP_CL_DMA_SIZE_BITS) | (1u << 18) | (1u << 19) | (1u << 20));
   pulp_wr(PULP_DMA_DEMUX, loc);
   pulp_wr(PULP_DMA_DEMUX, ext);
   pulp_wr(PULP_DMA_DEMUX, length);
   pulp_wr(PULP_DMA_DEMUX, stride);
   cmd->id = (int)tid;
+}
+static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                                 pi_cl_dma_cmd_t *cmd) {
+  if (size >> PULP_CL_DMA_SIZE_BITS) __pulp_cl_dma_size_error(size);
+  pulp_cl_dma_push(ext, loc, size, dir, cmd);
+}
+/* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
+static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                                    pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
+  if (size >> PULP_CL_DMA_SIZE_BITS) __pulp_cl_dma_size_error(size);
+  pulp_cl_dma_push_2d(ext, loc, size, stride, length, dir, cmd);
 }
 static inline void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd) {
   uint32_t bit = 1u << cmd->id;
