@@ -62,7 +62,7 @@ def _check_segment(path: Path, i: int, seg, file_size: int, platform) -> None:
     if platform is not None and not any(b <= addr and addr + memsz <= b + s for _, b, s in _memories(platform)):
         mems = ", ".join(f"{n} 0x{b:08x}-0x{b + s:08x}" for n, b, s in _memories(platform))
         raise UserError(f"{where}: lies outside the memories of platform '{platform.name}' ({mems}); "
-                        f"was it built for another platform? {REBUILD} --platform {platform.name}")
+                        f"was it built for another platform? Rebuild it with 'pulp-odl build --platform {platform.name}'")
 
 
 def _platform_note(elf: ELFFile) -> str | None:
@@ -92,6 +92,10 @@ def load(path, platform=None) -> Program:
                 raise UserError(f"{path}: a relocatable object file, not a linked program; link it with 'pulp-odl build'")
             if etype != "ET_EXEC":
                 raise UserError(f"{path}: not an executable ELF (type {etype}); {REBUILD}")
+            built_for = _platform_note(elf)
+            if platform is not None and built_for is not None and built_for != platform.name:
+                raise UserError(f"{path}: built for platform '{built_for}', not '{platform.name}'; run it with "
+                                f"--platform {built_for} or rebuild it with 'pulp-odl build --platform {platform.name}'")
             loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD" and seg["p_memsz"] > 0]
             if not loads:
                 raise UserError(f"{path}: has no loadable segment; {REBUILD}")
@@ -113,13 +117,9 @@ def load(path, platform=None) -> Program:
                 for s in tab.iter_symbols():
                     if s.name and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
                         syms[s.name] = s["st_value"]
-            built_for = _platform_note(elf)
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types
         raise UserError(f"{path}: not a readable ELF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'corrupt'})"
                         ) from None
-    if platform is not None and built_for is not None and built_for != platform.name:
-        raise UserError(f"{path}: built for platform '{built_for}', not '{platform.name}'; run it with --platform "
-                        f"{built_for} or rebuild it with 'pulp-odl build --platform {platform.name}'")
     return Program(path=path, entry=entry, segments=segs, symbols=syms, platform=built_for)

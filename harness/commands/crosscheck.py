@@ -288,7 +288,8 @@ def run(args) -> int:
                 emb = embedded.run(elf, plat, max_cycles=args.max_cycles)
                 gv = gvsoc.run(elf, plat, max_cycles=args.max_cycles, stats=True)
             except UserError as e:   # one bad program is reported in its row; the others still run
-                print(f"crosscheck: {Path(elf).name}: {e}", file=sys.stderr)
+                if not args.json:
+                    print(f"crosscheck: {Path(elf).name}: {e}", file=sys.stderr)
                 rows.append(_failed(Path(elf).stem, str(e)))
                 failed += 1
                 continue
@@ -308,7 +309,8 @@ def run(args) -> int:
     if not args.json:
         print(f"wrote {out_paths['programs']} (+ .sections.csv, .summary.csv)")
     if failed:
-        print(f"pulp-odl: {failed} of {len(rows)} program(s) could not be run (see the 'error' column of "
-              f"{out_paths['programs']})", file=sys.stderr)
+        first = next(r for r in rows if r["error"])
+        print(f"pulp-odl: {failed} of {len(rows)} program(s) could not be run, the others were compared "
+              f"({first['program']}: {first['error']}; every reason is in {out_paths['programs']})", file=sys.stderr)
         return 1
     return 0
