@@ -845,6 +845,33 @@ def test_every_command_has_cases():
     assert not missing, f"commands without bad-input cases in tests/test_bad_input.py: {missing}"
 
 
+GARBAGE = ("nan", "inf", "-inf", "", " ", "1e999", "-1", "0", "x", "4x", "0x", "1" + "0" * 30, "1.5", "\u00e9")
+
+
+def test_typed_options_fail_only_as_argparse_errors(capsys):
+    """Every option with a type, of every command, given garbage: argparse's own error (exit 2) or a
+    value, never an exception from inside argparse."""
+    import argparse
+
+    from harness.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    tried = 0
+    for name, cmd in sub.choices.items():
+        for action in cmd._actions:
+            if action.type is None or not action.option_strings:
+                continue
+            for bad in GARBAGE:
+                tried += 1
+                try:
+                    cmd.parse_args([action.option_strings[0], bad])
+                except SystemExit as e:
+                    assert e.code == 2, (name, action.option_strings[0], bad)
+    capsys.readouterr()
+    assert tried > 200
+
+
 def test_table_ids_are_unique_and_setups_exist():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import platform as platmod
-from harness import validate
+from harness import paths, validate
 from harness.errors import UserError
 from harness.kernels import runner
 from harness.kernels import spec as specmod
@@ -62,7 +62,13 @@ def run(args) -> int:
     rows = []
     for sp in specs:
         work = Path(args.keep) / sp.step if args.keep else None
-        rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
+        try:
+            with paths.user_path(work or Path("."), "--keep directory"):
+                rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
+        except (UserError, KeyboardInterrupt):
+            if rows and not args.json:   # the steps that finished are shown before the error
+                _table(rows)
+            raise
     if args.json:
         print(json.dumps(rows))
     else:
