@@ -54,6 +54,7 @@ MEM = ("memory", "--net", "phinet", "--dataset", "cifar10")
 EXP = ("experiment", "{d}/exp.toml", "--quiet")
 REPORT = ("report", "--results", "{d}/res")
 CC = ("crosscheck", "--programs", "{d}/elfs", "--json")
+DEPLOY = ("deploy", "--net", "phinet", "--dataset", "cifar10")
 GV = (("GVSOC", "{d}/gvsoc"),)
 HUGE = str(2 ** 64)
 
@@ -289,6 +290,18 @@ CASES = [
     Case("crosscheck-max-cycles-zero", (*CC, "--max-cycles", "0"), 2, "argument --max-cycles:"),
     Case("crosscheck-programs-missing", ("crosscheck", "--programs", "{d}/nope"), 2, "not a directory",
          setup="gvsoc_exit_0", env=GV),
+
+    # ---- deploy ----
+    *[Case(f"deploy-{flag[2:]}-{tag}", (*DEPLOY, flag, value), 2, f"argument {flag}:")
+      for flag in ("--layer-id", "--p", "--jobs")
+      for tag, value in (("nan", "nan"), ("word", "x"), ("zero", "0"), ("huge", "1" + "0" * 20))
+      if not (flag == "--layer-id" and tag == "huge")],
+    Case("deploy-layer-id-out-of-range", (*DEPLOY, "--layer-id", "999"), 2, "layer_id must be an integer from 1 to"),
+    Case("deploy-unknown-platform", (*DEPLOY, "--layer-id", "1", "--platform", "nope"), 2, "unknown platform"),
+    Case("deploy-platform-l1-size-0", (*DEPLOY, "--layer-id", "1", "--platform", "{d}/bad.toml"), 2, "size: must be at least 1",
+         setup="platform_l1_size_0"),
+    Case("deploy-results-env-empty", (*DEPLOY, "--layer-id", "1"), 2, "PULP_ODL_RESULTS is set but empty",
+         env=(("PULP_ODL_RESULTS", ""),)),
 
     # ---- an output in a directory that does not exist yet: created, not an error ----
     Case("build-o-in-missing-directory", ("build", "{d}/hello.c", "-o", "{d}/new/dir/x.elf"), 0, "built", stream="stdout"),
