@@ -97,6 +97,21 @@ def popen(cmd: list, **kw) -> subprocess.Popen:
     return proc
 
 
+def exec_error(proc: subprocess.Popen, stderr) -> OSError | None:
+    """The OSError Popen would have raised had the program been started directly: setpriv starts it,
+    and reports a failed exec (a missing interpreter, ...) as status 126/127 and a line on stderr."""
+    if not _pdeathsig_prefix() or proc.returncode not in (126, 127):
+        return None
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    prefix = "setpriv: failed to execute "
+    if not first.startswith(prefix):
+        return None
+    name, _, why = first[len(prefix):].rpartition(": ")
+    code = errno.ENOENT if proc.returncode == 127 else errno.EACCES
+    return OSError(code, why or os.strerror(code), name)
+
+
 def release(proc: subprocess.Popen, kill: bool = False) -> None:
     if kill:
         kill_group(proc.pid)
@@ -116,6 +131,9 @@ def run(cmd: list, *, timeout: float | None = None, cwd=None, text: bool = True)
         release(proc, kill=True)
         raise
     release(proc)
+    failed = exec_error(proc, err)
+    if failed is not None:
+        raise failed
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

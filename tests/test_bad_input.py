@@ -163,7 +163,7 @@ CASES = [
 
     # ---- layers and memory ----
     *[Case(f"memory-{flag[2:]}-{tag}", (*MEM, "--layer-id", "1", flag, value) if flag != "--layer-id"
-           else (*MEM, flag, value), 2, flag)
+           else (*MEM, flag, value), 2, "--p must be in (0, 1]" if flag == "--p" and tag != "word" else flag)
       for flag in ("--layer-id", "--p", "--batch", "--replays", "--new-per-task", "--resolution", "--classes")
       for tag, value in (("nan", "nan"), ("word", "x"), ("negative", "-1"), ("huge", "1" + "0" * 20))],
     Case("memory-layer-id-out-of-range", (*MEM, "--layer-id", "999"), 2, "--layer-id must be from 1 to"),

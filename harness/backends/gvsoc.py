@@ -328,10 +328,16 @@ def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | N
     try:
         out, err = proc.communicate(timeout=timeout)
         rc = proc.returncode
+        failed = procs.exec_error(proc, err)
+        if failed is not None:
+            raise UserError(f"GVSoC failed to start: {cmd[0]}: {failed.strerror}; {HOW_TO}")
     except subprocess.TimeoutExpired:
         procs.kill_group(proc.pid)
         out, err = proc.communicate()
         rc = None
+    except UserError:
+        procs.release(proc)
+        raise
     except BaseException:
         procs.release(proc, kill=True)
         raise

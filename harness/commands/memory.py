@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
     where.add_argument("--layer-id", type=validate.int_arg(1, None),
                        help="replay cut at a block boundary: 1 = classifier only, k = classifier + k-1 blocks")
     where.add_argument("--cut", metavar="LAYER", help="replay cut at a weight layer by name (see 'pulp-odl layers')")
-    parser.add_argument("--p", type=validate.fraction_arg(), default=1.0,
+    parser.add_argument("--p", type=float, default=1.0,
                         help="partiality in (0, 1] (experiments: 1, 0.9, 0.8, 0.7, 0.6; default 1)")
     parser.add_argument("--platform", default=DEFAULT_PLATFORM,
                         help=f"platform name or .toml path for the placement (default: {DEFAULT_PLATFORM})")
