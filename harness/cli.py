@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from harness import __version__
+from harness import __version__, paths, procs
 from harness.errors import UserError
 import harness.commands
 
@@ -57,16 +57,27 @@ def main(argv=None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    handlers = procs.handle_termination()   # SIGTERM ends a command the way Ctrl-C does
     try:
         return int(args._run(args) or 0)
     except UserError as e:
         print(f"pulp-odl: error: {e}", file=sys.stderr)
         return e.exit_code
+    except procs.Terminated as e:
+        print(f"pulp-odl: interrupted ({e})", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print("pulp-odl: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        paths.detach_stdout()
         return 0
+    except OSError as e:
+        # a path the command did not check up front: still one line naming it
+        print(f"pulp-odl: error: {paths.error(e.filename or 'a file', e, 'check that path')}", file=sys.stderr)
+        return 2
+    finally:
+        procs.restore(handlers)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,25 @@
-"""Reading ELF programs (pyelftools): loadable segments, entry point, symbols."""
+"""Reading ELF programs (pyelftools): loadable segments, entry point, symbols, the platform built for.
+
+A program is checked when read, before anything is allocated for it: a linked 32-bit RISC-V
+executable (not a relocatable object), at least one loadable segment, every segment within the
+file and, given the platform, inside its L2 or L1, and the entry point inside an executable
+segment. Programs built by `pulp-odl build` carry the name of their platform in the non-loaded
+section PLATFORM_SECTION (written by the runtime's crt0.S), so running one on another platform is
+refused instead of silently measuring the wrong memory map.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 from elftools.elf.constants import P_FLAGS
+from elftools.elf.elffile import ELFFile
 
+from harness import paths
 from harness.errors import UserError
+
+PLATFORM_SECTION = ".pulp_odl.platform"
+REBUILD = "build it with 'pulp-odl build'"
 
 
 @dataclass
@@ -25,6 +36,7 @@ class Program:
     entry: int
     segments: list
     symbols: dict
+    platform: str | None = None     # the platform it was built for, when pulp-odl built it
 
     @property
     def text_range(self) -> tuple[int, int]:
@@ -34,30 +46,80 @@ class Program:
         return (min(s.addr for s in ex), max(s.addr + s.memsz for s in ex))
 
 
-def load(path) -> Program:
+def _memories(platform) -> list[tuple[str, int, int]]:
+    return [(m.name, m.base, m.size) for m in platform.memories.values() if m.base is not None]
+
+
+def _check_segment(path: Path, i: int, seg, file_size: int, platform) -> None:
+    addr, filesz, memsz, off = seg["p_paddr"], seg["p_filesz"], seg["p_memsz"], seg["p_offset"]
+    where = f"{path}: segment {i} (0x{addr:08x}, {memsz} bytes)"
+    if filesz > memsz:
+        raise UserError(f"{where}: holds more file bytes ({filesz}) than memory bytes; the file is corrupt, {REBUILD}")
+    if off + filesz > file_size:
+        raise UserError(f"{where}: runs past the end of the file ({file_size} bytes); the file is truncated, {REBUILD}")
+    if addr + memsz > 1 << 32:
+        raise UserError(f"{where}: runs past the 32-bit address space; the file is corrupt, {REBUILD}")
+    if platform is not None and not any(b <= addr and addr + memsz <= b + s for _, b, s in _memories(platform)):
+        mems = ", ".join(f"{n} 0x{b:08x}-0x{b + s:08x}" for n, b, s in _memories(platform))
+        raise UserError(f"{where}: lies outside the memories of platform '{platform.name}' ({mems}); "
+                        f"was it built for another platform? Rebuild it with 'pulp-odl build --platform {platform.name}'")
+
+
+def _platform_note(elf: ELFFile) -> str | None:
+    sec = elf.get_section_by_name(PLATFORM_SECTION)
+    if sec is None:
+        return None
+    return sec.data().split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
+
+
+def load(path, platform=None) -> Program:
+    """Read and check the program at `path`; with `platform`, also that it fits and was built for it."""
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; give an ELF file")
     if not path.exists():
         raise UserError(f"{path}: no such file")
+    with paths.user_path(path, "file", "check the file's permissions"):
+        path.open("rb").close()
     try:
+        file_size = path.stat().st_size
         with path.open("rb") as f:
             elf = ELFFile(f)
             if elf["e_machine"] != "EM_RISCV" or elf.elfclass != 32:
-                raise UserError(f"{path}: not a 32-bit RISC-V ELF (build it with 'pulp-odl build')")
+                raise UserError(f"{path}: not a 32-bit RISC-V ELF ({REBUILD})")
+            etype = elf["e_type"]
+            if etype == "ET_REL":
+                raise UserError(f"{path}: a relocatable object file, not a linked program; link it with 'pulp-odl build'")
+            if etype != "ET_EXEC":
+                raise UserError(f"{path}: not an executable ELF (type {etype}); {REBUILD}")
+            built_for = _platform_note(elf)
+            if platform is not None and built_for is not None and built_for != platform.name:
+                raise UserError(f"{path}: built for platform '{built_for}', not '{platform.name}'; run it with "
+                                f"--platform {built_for} or rebuild it with 'pulp-odl build --platform {platform.name}'")
+            loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD" and seg["p_memsz"] > 0]
+            if not loads:
+                raise UserError(f"{path}: has no loadable segment; {REBUILD}")
+            for i, seg in enumerate(loads):
+                _check_segment(path, i, seg, file_size, platform)
             segs = []
-            for seg in elf.iter_segments():
-                if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
-                    continue
+            for seg in loads:
                 data = seg.data()
                 # .bss-like tails are zero-filled by the loader, as GVSoC's loader does
                 data = data + bytes(seg["p_memsz"] - len(data))
                 segs.append(Segment(addr=seg["p_paddr"], data=data, memsz=seg["p_memsz"],
                                     executable=bool(seg["p_flags"] & P_FLAGS.PF_X)))
+            entry = elf["e_entry"]
+            if not any(s.executable and s.addr <= entry < s.addr + s.memsz for s in segs):
+                raise UserError(f"{path}: entry point 0x{entry:08x} is not in an executable segment; {REBUILD}")
             syms = {}
             tab = elf.get_section_by_name(".symtab")
             if tab is not None:
                 for s in tab.iter_symbols():
                     if s.name and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
                         syms[s.name] = s["st_value"]
-            return Program(path=path, entry=elf["e_entry"], segments=segs, symbols=syms)
-    except (ELFError, OSError) as e:
-        raise UserError(f"{path}: not a readable ELF file ({e})") from None
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types
+        raise UserError(f"{path}: not a readable ELF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'corrupt'})"
+                        ) from None
+    return Program(path=path, entry=entry, segments=segs, symbols=syms, platform=built_for)

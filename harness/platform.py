@@ -89,6 +89,13 @@ def schema() -> dict:
     out = dict(SCHEMA)
     out["timing"] = _timing_schema()
     return out
+# Fields that divide, size or count something: 0 passes the schema's non-negative check but would
+# divide by zero later (in the simulator, the memory model or the latency tables).
+POSITIVE = {"platform": ("clock_hz",), "fc": ("icache_size", "icache_ways", "stack_size"),
+            "cluster": ("div_units", "icache_l0_size", "icache_l0_ways", "icache_l1_size", "icache_l1_ways",
+                        "stack_size"),
+            "dma": ("bytes_per_cycle", "l1_to_l2_burst")}
+POSITIVE_MEMORY = ("size", "banks", "bank_width")
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,10 @@ def _validate(path: Path, raw: dict) -> dict:
     unknown_secs = set(raw) - set(sch) - {"memory"}
     if unknown_secs:
         raise UserError(f"{path}: unknown section [{sorted(unknown_secs)[0]}]")
+    for sec, keys in POSITIVE.items():
+        for key in keys:
+            if out[sec][key] < 1:
+                raise UserError(f"{path}: [{sec}] {key}: must be at least 1, got {out[sec][key]!r}")
     c = out["cluster"]
     if not 1 <= c["cores"] <= 16:
         raise UserError(f"{path}: [cluster] cores: must be between 1 and 16, got {c['cores']}")
@@ -270,6 +281,9 @@ def _memories(path: Path, raw: dict, cluster: dict) -> dict:
         unknown = set(m) - set(MEMORY_SCHEMA[kind])
         if unknown:
             raise UserError(f"{path}: [{where}] unknown field '{sorted(unknown)[0]}' (nothing reads it)")
+        for key in POSITIVE_MEMORY:
+            if key in m and m[key] < 1:
+                raise UserError(f"{path}: [{where}] {key}: must be at least 1, got {m[key]!r}")
         fields = {k: v for k, v in m.items()}
         mems[m["name"]] = Memory(name=m["name"], kind=kind, size=m["size"], base=m.get("base"), fields=fields)
     for name in REQUIRED_MEMORIES:

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import runtime
+from harness import paths, procs, runtime
 from harness.errors import UserError
 from harness.platform import Platform
 
@@ -111,14 +111,16 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     # crt0.S takes its constants from the platform header
     common = base + defs + incs + ["-include", str(gen / "pulp_platform.h")]
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    paths.refuse_inputs(output, "-o", srcs)   # the linker would replace the source with the ELF
+    with paths.user_path(output.parent, "output directory"):
+        output.parent.mkdir(parents=True, exist_ok=True)
     objs = _runtime_objects(tc, common, gen)
     if libraries:
         headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
         objs += _cached_objects(tc, common, gen, [Path(x) for x in libraries], headers)
     cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
     cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = procs.run(cmd)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
@@ -145,7 +147,7 @@ def _cached_objects(tc: Toolchain, common: list, gen: Path, sources: list, heade
             obj.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=obj.parent, suffix=".o.tmp")
             os.close(fd)
-            proc = subprocess.run(common + ["-c", str(src), "-o", tmp], capture_output=True, text=True)
+            proc = procs.run(common + ["-c", str(src), "-o", tmp])
             if proc.returncode != 0:
                 os.unlink(tmp)
                 lines = proc.stderr.strip().splitlines()

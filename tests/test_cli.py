@@ -15,7 +15,7 @@ def _cli(*args):
     (["run", "/nonexistent/prog.elf"], ["no such file"]),
     (["run", str(ROOT / "README.md")], ["not a readable ELF"]),
     (["run", str(ROOT / "README.md"), "--platform", "nope"], ["unknown platform 'nope'", "pulp-open"]),
-    (["run", "x.elf", "--max-cycles", "lots"], ["--max-cycles", "not a number"]),
+    (["run", "x.elf", "--max-cycles", "lots"], ["--max-cycles", "not an integer"]),
     (["run", "x.elf", "--max-cycles", "-5"], ["--max-cycles"]),
     (["build", "/nonexistent.c", "-o", "/tmp/x.elf"], ["no such source file"]),
     (["build", str(ROOT / "README.md"), "-o", "/tmp/x.elf"], ["unsupported source type"]),

@@ -260,8 +260,10 @@ def test_bad_deploy_input_is_one_line(capsys):
     from harness.cli import main
     assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "99"]) == 2
     assert "layer_id must be" in capsys.readouterr().err
-    assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "1", "--p", "1.5"]) == 2
-    assert "--p must be in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "1", "--p", "1.5"])
+    assert exc.value.code == 2
+    assert "argument --p: must be a number in (0, 1], got 1.5" in capsys.readouterr().err
 
 
 def test_every_studied_stage_generates_on_both_platforms():

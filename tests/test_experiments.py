@@ -231,7 +231,7 @@ def test_unknown_experiment_lists_choices(capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["experiment", "table2", "--platform", "nope"], "unknown platform 'nope'; choose one of: paper, pulp-open"),
-    (["experiment", "table2", "--jobs", "0"], "--jobs: must be at least 1"),
+    (["experiment", "table2", "--jobs", "0"], "--jobs: must be an integer from 1 to"),
     (["regress", "--jobs", "two"], "'two' is not an integer"),
 ])
 def test_bad_arguments_are_one_line(capsys, argv, msg):

@@ -290,14 +290,23 @@ def test_parse_recorded_needs_exit_line():
     ("Input error: Platform returned an error (exitcode: 7)\n", 1, "exit", 7),
     ("\x1b[94m[GVRUN]\x1b[0m x\nInput error: Platform returned an error (exitcode: 255)\n", 1, "exit", 255),
     ("Input error: Platform returned an error (exitcode: -11)\n", 1, "fault", None),
-    ("", 3, "exit", 3),          # a launcher that passes the EOC status straight through
     ("", -9, "fault", None),     # the launcher itself was killed
+    ("", 139, "fault", None),    # a wrapper script reporting its simulator's SIGSEGV
 ])
 def test_parse_exit_status(stderr, rc, status, code):
     r = gvsoc.parse_output("hello\n", stderr, rc)
     assert (r["status"], r["exit_code"], r["stdout"]) == (status, code, "hello\n")
     if status == "fault":
         assert r["fault"]["kind"] == "simulator crash" and "SIG" in r["fault"]["detail"]
+
+
+@pytest.mark.parametrize("stderr,rc", [("", 1), ("", 3), ("some launcher message\n", 2)])
+def test_launcher_failure_is_not_the_program_status(stderr, rc):
+    """Both launchers report a program's status as 'Platform returned an error': a bare non-zero status
+    is the launcher failing, so it must not be reported as the program's exit code."""
+    r = gvsoc.parse_output("", stderr, rc)
+    assert r["status"] == "fault" and r["exit_code"] is None
+    assert r["fault"]["kind"] == "GVSoC failed" and f"status {rc}" in r["fault"]["detail"]
 
 
 @pytest.mark.parametrize("stderr", [
@@ -442,11 +451,19 @@ def test_run_with_old_gvrun_has_unknown_cycles(no_gvsoc, monkeypatch, kit_elfs, 
     assert "--stats" not in first and "--stats" in second
 
 
-@pytest.mark.parametrize("mode,code", [("normal", 7), ("normal", 255), ("passthrough", 7)])
+@pytest.mark.parametrize("mode,code", [("normal", 7), ("normal", 255)])
 def test_run_nonzero_exit_status(no_gvsoc, monkeypatch, kit_elfs, pulp_open, mode, code):
     monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc", mode=mode, exit=code)))
     res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
     assert res["status"] == "exit" and res["exit_code"] == code and "fault" not in res
+
+
+def test_bare_launcher_status_is_a_launcher_failure(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
+    """A status without gvrun's/gapy's 'Platform returned an error' line cannot be told from the launcher
+    failing, so it is reported as that (exit 3 from `run`), not as the program's status."""
+    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc", mode="passthrough", exit=7)))
+    res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open)
+    assert res["status"] == "fault" and res["exit_code"] is None and res["fault"]["kind"] == "GVSoC failed"
 
 
 def test_run_broken_launcher(no_gvsoc, monkeypatch, kit_elfs, pulp_open):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from harness import elf as elfmod
 from harness.errors import UserError
 from harness.platform import Platform
+from harness.validate import UINT64_MAX
 
 DEFAULT_MAX_CYCLES = 2_000_000_000
 
@@ -48,8 +49,14 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
     (result["memory"]); `preload` lists (address, data) or (external memory, offset, data) to place
     before the program starts ("hyperram" or "flash": contents the program finds there)."""
     sim = simulator()
-    prog = elfmod.load(elf_path)
-    m = sim.Machine(platform.sim_config())
+    limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= UINT64_MAX:
+        raise UserError(f"max_cycles must be an integer from 1 to {UINT64_MAX}, got {max_cycles!r}")
+    prog = elfmod.load(elf_path, platform)   # checks every segment against the platform's memories
+    try:
+        m = sim.Machine(platform.sim_config())
+    except RuntimeError as e:   # a geometry the simulator cannot build (e.g. an icache smaller than its ways)
+        raise UserError(f"{platform.path}: {e}; fix the platform file") from None
     for seg in prog.segments:
         try:
             m.load(seg.addr, seg.data)
@@ -64,7 +71,6 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
     if hi > lo:
         m.set_text(lo, hi)
     m.start(prog.entry)
-    limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
     r = m.run(limit, trace or "")
     cores = r["cores"]
     stalls = {key: sum(c[ev] for c in cores) for key, ev in STALLS}
@@ -84,6 +90,8 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
         "host_seconds": r["host_seconds"],
         "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
     }
+    if "trace_error" in r:
+        out["trace_error"] = r["trace_error"]
     if read:
         out["memory"] = {name: (m.read_external(*where) if isinstance(where[0], str) else m.read(*where))
                          for name, where in read.items()}

@@ -35,10 +35,11 @@ What GVSoC cannot give is present but empty:
 * ``stalls`` ``{}``, ``cores`` ``[]``, ``dmas`` ``[]``: GVSoC has no per-core stall breakdown at exit.
 * ``exit_code``: the EOC status as the process exit status, so modulo 256 (GVSoC exits with
   CORESTATUS & 0x7FFFFFFF, the OS keeps 8 bits). gvrun and gapy turn a non-zero status into exit 1
-  and the stderr line "Platform returned an error (exitcode: N)", from which N is read.
+  and the stderr line "Platform returned an error (exitcode: N)", from which N is read; a non-zero
+  launcher status without that line is the launcher's failure (status ``fault``), never the program's.
 * ``status``: ``exit``; ``cycle_limit`` when GVSoC did not finish within the host-time budget derived
   from ``max_cycles`` (GVSoC has no cycle limit of its own; see ``timeout_for``); ``fault`` when the
-  simulator itself died (signal). GVSoC does not stop on an illegal instruction (it traps to mtvec)
+  simulator itself died (a signal, or a wrapper's exit status 128 + signal) or the launcher failed. GVSoC does not stop on an illegal instruction (it traps to mtvec)
   or when every core waits forever, so those end as ``cycle_limit``, never ``deadlock``.
 * ``trace``: GVSoC's own instruction trace (``--trace=insn:FILE``: picoseconds, cycle, component
   path, function, pc, instruction, register values), not the embedded trace format; it switches
@@ -56,6 +57,7 @@ import time
 from pathlib import Path
 
 from harness import elf as elfmod
+from harness import procs
 from harness.errors import UserError
 
 TARGET = "pulp-open"
@@ -74,6 +76,7 @@ CYCLES_PER_SECOND = 1_000_000
 TRACE_CYCLES_PER_SECOND = 50_000
 DEFAULT_MAX_CYCLES = 2_000_000_000  # the embedded backend's default, so both give up at the same point
 
+_SIGNALS = {int(s) for s in signal.Signals}
 _PLATFORM_ERROR = re.compile(r"Platform returned an error \(exitcode: (-?\d+)\)")
 # stderr lines that mean the launcher could not run the simulation at all (bad install, bad target)
 _BROKEN = re.compile(r"Traceback|Input error|error:|No such file|not found|cannot|unrecognized arguments",
@@ -234,12 +237,19 @@ def parse_output(stdout: str, stderr: str, returncode: int, launcher=None) -> di
         return {"status": "exit", "exit_code": 0, "stdout": stdout, "fault": None}
     if returncode < 0:
         return _died(stdout, -returncode)
+    if returncode > 128 and returncode - 128 in _SIGNALS:   # a shell wrapper's report of a killed child
+        return _died(stdout, returncode - 128)
     if stderr and _BROKEN.search(stderr):
         where = f" ({launcher})" if launcher else ""
         raise UserError(f"GVSoC failed{where}, exit {returncode}: {_first_line(stderr)}; fix that installation "
                         f"or point pulp-odl at another one: {HOW_TO}")
-    # a launcher that passes the EOC status straight through (the engine binary, older gapy)
-    return {"status": "exit", "exit_code": returncode, "stdout": stdout, "fault": None}
+    # Both launchers report a program's non-zero status as "Platform returned an error": any other
+    # failure is the launcher's own, never the program's exit status.
+    last = _first_line(stderr) if stderr and stderr.strip() else "no message"
+    return {"status": "fault", "exit_code": None, "stdout": stdout,
+            "fault": {"kind": "GVSoC failed", "detail": f"the launcher exited with status {returncode} without a "
+                                                        f"program exit status ({last})",
+                      "pc": None, "core": None, "insn": None}}
 
 
 def _died(stdout: str, sig: int) -> dict:
@@ -312,26 +322,26 @@ def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | N
     the simulator it spawned. It runs in its work directory: gvrun imports modules from its cwd."""
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=cwd)
+        proc = procs.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd)
     except OSError as e:
         raise UserError(f"GVSoC failed to start: {cmd[0]}: {e.strerror or e}; {HOW_TO}") from None
     try:
         out, err = proc.communicate(timeout=timeout)
         rc = proc.returncode
+        failed = procs.exec_error(proc, err)
+        if failed is not None:
+            raise UserError(f"GVSoC failed to start: {cmd[0]}: {failed.strerror}; {HOW_TO}")
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        procs.kill_group(proc.pid)
         out, err = proc.communicate()
         rc = None
-    except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    except UserError:
+        procs.release(proc)
         raise
+    except BaseException:
+        procs.release(proc, kill=True)
+        raise
+    procs.release(proc)
     return (out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), rc,
             time.monotonic() - t0)
 
@@ -350,7 +360,7 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
     loader, so they are larger than the embedded simulator's by a start-up offset)."""
     check_platform(platform)
     launcher = require()
-    elfmod.load(elf_path)  # same one-line errors as the embedded backend for a missing or foreign file
+    elfmod.load(elf_path, platform)  # same one-line errors as the embedded backend for a bad or foreign file
     timeout = timeout_for(max_cycles, trace=bool(trace))
     stat_vals = {}
     with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-") as wd:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness import platform as platmod
 from harness import toolchain
 
@@ -24,8 +25,10 @@ def add_arguments(p):
 
 def run(args) -> int:
     plat = platmod.load(args.platform)
+    out = paths.output_file(args.output, "-o", inputs=[s for s in args.sources if Path(s).exists()],
+                            owned=paths.is_elf, kind="an ELF file")
     try:
-        out = toolchain.build(args.sources, Path(args.output), plat, opt=args.opt, defines=args.defines,
+        out = toolchain.build(args.sources, out, plat, opt=args.opt, defines=args.defines,
                               include_dirs=args.includes)
     except toolchain.BuildError as e:
         if args.verbose:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import ROOT
+from harness import ROOT, paths
 from harness import platform as platmod
 from harness.backends import embedded, gvsoc
 from harness.errors import UserError
@@ -187,6 +187,9 @@ def programs(args, plat, scratch: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 def _write_csv(df, path: Path) -> None:
     """Atomically: a reader never sees half a table, and a failed run leaves the old one in place."""
+    if path.exists() and not path.is_file():   # a device (/dev/null): written in place, never renamed over
+        df.to_csv(path, index=False)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -256,28 +259,58 @@ def print_tables(rows, summary, paths) -> None:
         s.add_row(labels[k], str(v["n"]), _fmt_abs(v["mean_abs_pct"]), _fmt_abs(v["max_abs_pct"]))
     con.print(s)
     con.print(f"outputs equal: {summary['outputs_equal']} of {summary['programs']} programs")
-    con.print(f"wrote {paths['programs']} (+ .sections.csv, .summary.csv)")
 
 
 # ---------------------------------------------------------------------------------------------
+def _failed(program: str, err: str) -> dict:
+    """The row of a program that could not be run on one of the backends."""
+    return {"program": program, "cycles_embedded": None, "cycles_gvsoc": None, "pct_diff": None,
+            "outputs_equal": False, "lines_differing": 0, "exit_embedded": "error", "exit_gvsoc": "error",
+            "sections": 0, "sections_mean_abs_pct": None, "sections_max_abs_pct": None, "error": err}
+
+
+def is_crosscheck_csv(path: Path) -> bool:
+    return paths.starts_with("program,")(Path(path))
+
+
 def run(args) -> int:
     gvsoc.require()  # before building or simulating anything: without GVSoC there is nothing to compare
+    # the output files are checked before any program runs, so that a bad --output loses nothing
+    for key, path in output_paths(args.output).items():
+        paths.output_file(path, "--output", owned=is_crosscheck_csv, kind="a crosscheck table")
     plat = platmod.load("pulp-open")
-    rows, sections = [], []
+    rows, sections, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="pulp-odl-crosscheck-") as scratch:
         for elf in programs(args, plat, Path(scratch)):
             if not args.json:
                 print(f"crosscheck: {Path(elf).name}", file=sys.stderr)
-            emb = embedded.run(elf, plat, max_cycles=args.max_cycles)
-            gv = gvsoc.run(elf, plat, max_cycles=args.max_cycles, stats=True)
+            try:
+                emb = embedded.run(elf, plat, max_cycles=args.max_cycles)
+                gv = gvsoc.run(elf, plat, max_cycles=args.max_cycles, stats=True)
+            except UserError as e:   # one bad program is reported in its row; the others still run
+                if not args.json:
+                    print(f"crosscheck: {Path(elf).name}: {e}", file=sys.stderr)
+                rows.append(_failed(Path(elf).stem, str(e)))
+                failed += 1
+                continue
             row, secs = compare(Path(elf).stem, emb, gv)
+            row["error"] = ""
             rows.append(row)
             sections.extend(secs)
-    summary = summarize(rows, sections)
-    paths = write_tables(rows, sections, summary, args.output)
+    summary = summarize([r for r in rows if not r["error"]], sections)
+    out_paths = output_paths(args.output)
     if args.json:
         print(json.dumps({"programs": rows, "sections": sections, "summary": summary,
-                          "files": {k: str(v) for k, v in paths.items()}}))
+                          "files": {k: str(v) for k, v in out_paths.items()}}))
     else:
-        print_tables(rows, summary, paths)
+        print_tables([r for r in rows if not r["error"]], summary, out_paths)
+    with paths.user_path(args.output, "--output path"):   # the tables are printed already: nothing is lost
+        write_tables(rows, sections, summary, args.output)
+    if not args.json:
+        print(f"wrote {out_paths['programs']} (+ .sections.csv, .summary.csv)")
+    if failed:
+        first = next(r for r in rows if r["error"])
+        print(f"pulp-odl: {failed} of {len(rows)} program(s) could not be run, the others were compared "
+              f"({first['program']}: {first['error']}; every reason is in {out_paths['programs']})", file=sys.stderr)
+        return 1
     return 0

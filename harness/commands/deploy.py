@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import platform as platforms
+from harness import paths, validate
 from harness.commands.layers import add_net_arguments, console
 from harness.commands.memory import _check_p
 from harness.deploy import task as taskmod
@@ -25,13 +26,14 @@ AGREEMENT = 0.03     # the composed stages must be within 3 % of the whole progr
 
 def add_arguments(p) -> None:
     add_net_arguments(p)
-    p.add_argument("--layer-id", type=int, required=True,
+    p.add_argument("--layer-id", type=validate.int_arg(1, None), required=True,
                    help="replay cut: 1 = classifier only, k = classifier + k-1 blocks")
-    p.add_argument("--p", type=float, default=1.0, help="partiality in (0, 1] (default 1)")
+    p.add_argument("--p", type=validate.fraction_arg(), default=1.0, help="partiality in (0, 1] (default 1)")
     p.add_argument("--platform", default=DEFAULT_PLATFORM, help=f"platform (default: {DEFAULT_PLATFORM})")
     p.add_argument("--placement", choices=("fit", "method"), default="fit",
                    help="L2 wherever it fits (default) or method.md's placement")
-    p.add_argument("--jobs", type=int, help="parallel stage programs for the composition (default: host cores)")
+    p.add_argument("--jobs", type=validate.jobs_arg(),
+                   help="parallel stage programs for the composition (default: host cores)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 
@@ -64,6 +66,7 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True) -> dict:
 
 def run(args) -> int:
     _check_p(args.p)
+    paths.output_dir(cachemod.results_root(), "results directory")   # the stages' cache, before the step runs
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))

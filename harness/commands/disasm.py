@@ -19,10 +19,10 @@ def add_arguments(p):
                    help="platform whose FP register convention names the registers (default: pulp-open)")
 
 
-def lines(path, fp_separate: bool = False):
+def lines(path, fp_separate: bool = False, platform=None):
     """Yield (address, word, size, text) for every instruction in the executable sections."""
     sim = simulator()
-    elfmod.load(path)  # validates the file with a clear error
+    elfmod.load(path, platform)  # validates the file with a clear error
     with open(path, "rb") as f:
         elf = ELFFile(f)
         for sec in elf.iter_sections():
@@ -45,7 +45,7 @@ def run(args) -> int:
     plat = platmod.load(args.platform)
     sep = plat.isa["fp_regfile"] == "separate"
     out = []
-    for addr, word, size, text in lines(args.elf, sep):
+    for addr, word, size, text in lines(args.elf, sep, plat):
         out.append(f"{addr:08x}: {word:0{size * 2}x}  {text}")
     print("\n".join(out))
     return 0

@@ -1,12 +1,12 @@
 """`pulp-odl experiment NAME`: run an experiment of experiments/*.toml and write its result tables."""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from harness import validate
 from harness.commands.layers import console as stdout_console
 from harness.experiments import pipeline, spec as specmod, tables
 
@@ -15,21 +15,11 @@ HELP = "run an experiment (experiments/NAME.toml): its kernels in parallel, cach
 ORDER = 45
 
 
-def _jobs(text: str) -> int:
-    """argparse type: a bad value is argparse's own one-line error (exit 2)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
 def add_arguments(p) -> None:
     p.add_argument("name", metavar="NAME",
                    help=f"experiment name ({', '.join(specmod.available())}) or path to a .toml file")
-    p.add_argument("--jobs", type=_jobs, help="parallel kernel runs (default: one per host core)")
+    p.add_argument("--jobs", type=validate.jobs_arg(),
+                   help=f"parallel kernel runs, at most {validate.JOBS_PER_CORE} per host core (default: one per host core)")
     p.add_argument("--platform", action="append", metavar="P",
                    help="run on platform P instead of the experiment's own (repeatable)")
     p.add_argument("--deployment", choices=("deployed", "isolated"),

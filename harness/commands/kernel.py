@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import platform as platmod
+from harness import paths, validate
 from harness.errors import UserError
 from harness.kernels import runner
 from harness.kernels import spec as specmod
@@ -17,54 +18,26 @@ HELP = "generate, run and check FP16 training kernels of one layer (fw, wg, ig, 
 ORDER = 40
 
 
-def _int(name):
-    def conv(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise UserError(f"{name}: '{text}' is not an integer") from None
-        return v
-    return conv
-
-
-def _float(name):
-    def conv(text):
-        try:
-            return float(text)
-        except ValueError:
-            raise UserError(f"{name}: '{text}' is not a number (give a value in (0, 1])") from None
-    return conv
-
-
-def _hw(text):
-    try:
-        parts = [int(x) for x in text.lower().split("x")]
-    except ValueError:
-        raise UserError(f"--hw: '{text}' is not H or HxW (e.g. 16 or 16x8)") from None
-    if len(parts) == 1:
-        parts *= 2
-    if len(parts) != 2:
-        raise UserError(f"--hw: '{text}' is not H or HxW (e.g. 16 or 16x8)")
-    return tuple(parts)
-
-
 def add_arguments(p):
+    size = validate.int_arg(1, validate.MAX_EXTENT)
     p.add_argument("--kind", required=True, choices=specmod.KINDS)
-    p.add_argument("--cin", required=True, type=_int("--cin"))
-    p.add_argument("--cout", required=True, type=_int("--cout"))
-    p.add_argument("--hw", required=True, type=_hw, help="input height and width: H or HxW")
-    p.add_argument("--k", type=_int("--k"), help="kernel size (conv, dw; default 3)")
-    p.add_argument("--stride", type=_int("--stride"), default=1)
-    p.add_argument("--pad", type=_int("--pad"), help="padding on every side (default k//2 for conv, dw)")
+    p.add_argument("--cin", required=True, type=size)
+    p.add_argument("--cout", required=True, type=size)
+    p.add_argument("--hw", required=True, type=validate.hw_arg, help="input height and width: H or HxW")
+    p.add_argument("--k", type=size, help="kernel size (conv, dw; default 3)")
+    p.add_argument("--stride", type=size, default=1)
+    p.add_argument("--pad", type=validate.int_arg(0, validate.MAX_EXTENT),
+                   help="padding on every side (default k//2 for conv, dw)")
     p.add_argument("--step", required=True, choices=specmod.STEPS + ("all",))
-    p.add_argument("--p", type=_float("--p"), help="partiality for input and output channels")
-    p.add_argument("--p-in", type=_float("--p-in"), help="partiality of the input channels")
-    p.add_argument("--p-out", type=_float("--p-out"), help="partiality of the output-gradient channels")
+    p.add_argument("--p", type=validate.fraction_arg(), help="partiality for input and output channels, in (0, 1]")
+    p.add_argument("--p-in", type=validate.fraction_arg(), help="partiality of the input channels, in (0, 1]")
+    p.add_argument("--p-out", type=validate.fraction_arg(), help="partiality of the output-gradient channels, in (0, 1]")
     p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM)
     p.add_argument("--placement", choices=("method", "frozen", "l2"), default="method",
                    help="where tensors start: method.md's placement (default), a frozen layer's, or all in L2")
     p.add_argument("--json", action="store_true", help="print one JSON list, one object per step")
-    p.add_argument("--keep", metavar="DIR", help="keep the generated sources and ELF in DIR")
+    p.add_argument("--keep", metavar="DIR", help="keep the generated sources and ELF in DIR (a new or empty "
+                   "directory, or one an earlier --keep wrote)")
     p.add_argument("--backend", choices=("embedded", "gvsoc"), default="embedded",
                    help="simulator to run on (gvsoc: see 'Running on GVSoC' in the README)")
 
@@ -84,10 +57,18 @@ def run(args) -> int:
     from pathlib import Path
 
     specs = specs_from_args(args)
+    if args.keep:
+        runner.check_keep_dir(Path(args.keep), [sp.step for sp in specs])
     rows = []
     for sp in specs:
         work = Path(args.keep) / sp.step if args.keep else None
-        rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
+        try:
+            with paths.user_path(work or Path("."), "--keep directory"):
+                rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
+        except (UserError, KeyboardInterrupt):
+            if rows and not args.json:   # the steps that finished are shown before the error
+                _table(rows)
+            raise
     if args.json:
         print(json.dumps(rows))
     else:

@@ -5,7 +5,8 @@ import csv
 import json
 import sys
 
-from rich.console import Console
+from harness import validate
+from harness.terminal import Console
 from rich.table import Table
 
 from harness.nets import (ROW_COLUMNS, build_network, cut_points, dataset_names, dataset_spec, layer_rows,
@@ -26,8 +27,9 @@ def add_net_arguments(parser) -> None:
     parser.add_argument("--net", required=True, choices=network_names(), help="network")
     parser.add_argument("--dataset", required=True, choices=dataset_names(),
                         help="dataset: sets the input resolution (cifar10 32x32, core50 128x128) and 10 classes")
-    parser.add_argument("--resolution", type=int, help="override the input resolution (H = W)")
-    parser.add_argument("--classes", type=int, help="override the number of classes")
+    parser.add_argument("--resolution", type=validate.int_arg(1, validate.MAX_EXTENT),
+                        help="override the input resolution (H = W)")
+    parser.add_argument("--classes", type=validate.int_arg(1, validate.MAX_EXTENT), help="override the number of classes")
 
 
 def add_arguments(parser) -> None:

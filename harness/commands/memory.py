@@ -8,6 +8,7 @@ from dataclasses import asdict
 from rich.table import Table
 
 from harness import platform as platforms
+from harness import validate
 from harness.commands.layers import add_net_arguments, build_from_args, console
 from harness.errors import UserError
 from harness.memmodel import MB, place, training_memory
@@ -25,16 +26,16 @@ from harness.platform import DEFAULT_PLATFORM  # pulp-open, as everywhere
 def add_arguments(parser) -> None:
     add_net_arguments(parser)
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--layer-id", type=int,
+    where.add_argument("--layer-id", type=validate.int_arg(1, None),
                        help="replay cut at a block boundary: 1 = classifier only, k = classifier + k-1 blocks")
     where.add_argument("--cut", metavar="LAYER", help="replay cut at a weight layer by name (see 'pulp-odl layers')")
     parser.add_argument("--p", type=float, default=1.0,
                         help="partiality in (0, 1] (experiments: 1, 0.9, 0.8, 0.7, 0.6; default 1)")
     parser.add_argument("--platform", default=DEFAULT_PLATFORM,
                         help=f"platform name or .toml path for the placement (default: {DEFAULT_PLATFORM})")
-    parser.add_argument("--batch", type=int, help="batch size N_batch (default 16)")
-    parser.add_argument("--replays", type=int, help="replay buffer size (default: 3000 cifar10, 5000 core50)")
-    parser.add_argument("--new-per-task", type=int,
+    parser.add_argument("--batch", type=validate.int_arg(1, validate.MAX_COUNT), help="batch size N_batch (default 16)")
+    parser.add_argument("--replays", type=validate.int_arg(0, validate.MAX_COUNT), help="replay buffer size (default: 3000 cifar10, 5000 core50)")
+    parser.add_argument("--new-per-task", type=validate.int_arg(1, validate.MAX_COUNT),
                         help="new samples per task, for the cached new latents (default: 10000 cifar10, 24000 core50)")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--plan", action="store_true",

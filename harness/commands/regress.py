@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.commands.experiment import _jobs
+from harness import paths, validate
 from harness.commands.layers import console as stdout_console
 from harness.experiments import pipeline, regress, tables
 
@@ -19,7 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("--update", action="store_true", help="rewrite the golden file with the new counts")
     p.add_argument("--golden", type=Path, default=regress.GOLDEN, metavar="FILE",
                    help="golden CSV (default: results/golden/regress.csv)")
-    p.add_argument("--jobs", type=_jobs, help="parallel kernel runs (default: one per host core)")
+    p.add_argument("--jobs", type=validate.jobs_arg(),
+                   help=f"parallel kernel runs, at most {validate.JOBS_PER_CORE} per host core (default: one per host core)")
     p.add_argument("--no-cache", action="store_true", help="rerun every kernel instead of reading cached rows")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="results directory for the run and its cache (default: results/)")
@@ -28,7 +29,9 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
-    golden = None if args.update else regress.read_golden(args.golden)  # a missing file fails before any run
+    if args.update:   # the file is checked before any kernel runs, so that the new counts can be written
+        paths.output_file(args.golden, "--golden", owned=regress.is_golden, kind="a golden CSV")
+    golden = None if args.update else regress.read_golden(args.golden)  # a bad file fails before any run
     res = pipeline.run_experiment(regress.EXPERIMENT, jobs=args.jobs, use_cache=not args.no_cache,
                                   results=args.results, console=err, progress=not args.quiet)
     if not res.ok:
@@ -37,7 +40,8 @@ def run(args) -> int:
     new = regress.golden_frame(res.frames["kernels"])
     out = stdout_console()
     if args.update:
-        tables.write_csv(new, args.golden)
+        with paths.user_path(args.golden, "--golden path"):
+            tables.write_csv(new, args.golden)
         out.print(f"wrote {len(new)} golden cycle counts to {args.golden}")
         return 0
     diffs = regress.compare(golden, new)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import paths
 from harness.commands.layers import console
+from harness.errors import UserError
 from harness.experiments import report
 from harness.experiments.cache import results_root
 
@@ -20,8 +22,27 @@ def add_arguments(p) -> None:
     p.add_argument("--output", type=Path, metavar="DIR", help="where to write index.html (default: RESULTS/report)")
 
 
+def _is_report(path: Path) -> bool:
+    """An existing index.html the report may replace: empty or one it wrote (its title)."""
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError:
+        return False
+    return head == b"" or b"<h1>pulp-odl:" in head
+
+
 def run(args) -> int:
     results = args.results or results_root()
-    path, n = report.build(results, args.output or results / "report", args.accuracy)
+    if not results.is_dir():
+        raise UserError(f"--results {results}: {'not a directory' if results.exists() else 'no such directory'}; "
+                        "give the directory experiments wrote (default results/)")
+    if args.accuracy is not None:
+        paths.input_file(args.accuracy, "--accuracy")
+    outdir = args.output or results / "report"
+    paths.make_dir(outdir, "--output")
+    index = paths.output_file(outdir / "index.html", "--output", owned=_is_report, kind="a pulp-odl report",
+                              inputs=[args.accuracy] if args.accuracy else [])
+    with paths.user_path(index, "--output directory"):
+        path, n = report.build(results, outdir, args.accuracy)
     console().print(f"wrote {path} ({n} figures)")
     return 0

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from rich.console import Console
+from harness.terminal import Console
 from rich.table import Table
 
+from harness import paths, validate
 from harness import platform as platmod
 from harness.backends import embedded, gvsoc
 from harness.errors import UserError
@@ -19,21 +21,22 @@ ORDER = 20
 FAULT_EXIT = 3
 
 
-def _positive_int(text: str) -> int:
+def _is_trace(path) -> bool:
+    """An existing file --trace may replace: empty, or a trace (lines start with a cycle count)."""
     try:
-        v = int(text, 0)
-    except ValueError:
-        raise UserError(f"--max-cycles: '{text}' is not a number (give a positive integer)") from None
-    if v <= 0:
-        raise UserError(f"--max-cycles: must be positive, got {text}")
-    return v
+        with open(path, "rb") as f:
+            head = f.read(1)
+    except OSError:
+        return False
+    return head == b"" or head.isdigit()
 
 
 def add_arguments(p):
     p.add_argument("elf", help="program built with 'pulp-odl build'")
     p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM, help="platform name or .toml path (default: pulp-open)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object and nothing else")
-    p.add_argument("--max-cycles", default=None, help="stop with an error after this many cycles")
+    p.add_argument("--max-cycles", type=validate.cycles_arg(), default=None, metavar="N",
+                   help="stop with an error after this many cycles (1 to 2^64-1)")
     p.add_argument("--trace", metavar="FILE", help="write one line per executed instruction to FILE")
     p.add_argument("--backend", choices=sorted(BACKENDS), default="embedded",
                    help="embedded (pulp-odl's own simulator, default) or gvsoc (an installed GVSoC, pulp-open only)")
@@ -47,18 +50,29 @@ def exit_status(result: dict) -> int:
 
 def run(args) -> int:
     plat = platmod.load(args.platform)
-    max_cycles = _positive_int(args.max_cycles) if args.max_cycles is not None else None
     backend = BACKENDS[getattr(args, "backend", "embedded")]
+    if args.trace is not None:
+        paths.output_file(args.trace, "--trace", inputs=[args.elf] if os.path.exists(args.elf) else [],
+                          owned=_is_trace, kind="an instruction trace")
     extra = {"stats": True} if backend is gvsoc else {}  # whole-run cycles from a second, profiling run
-    res = backend.run(args.elf, plat, max_cycles=max_cycles, trace=args.trace, **extra)
-    if args.json:
-        print(json.dumps(res))
-    else:
-        sys.stdout.write(res["stdout"])
+    with paths.user_path(args.trace or args.elf, "--trace path"):
+        res = backend.run(args.elf, plat, max_cycles=args.max_cycles, trace=args.trace, **extra)
+    try:
+        if args.json:
+            print(json.dumps(res))
+        else:
+            sys.stdout.write(res["stdout"])
+            sys.stdout.flush()
+            _report(res)
         sys.stdout.flush()
-        _report(res)
+    except BrokenPipeError:
+        paths.detach_stdout()   # the reader stopped early (| head): the program's status still counts
     if res["status"] != "exit":
         print(f"pulp-odl: {backend.fault_line(res)}", file=sys.stderr)
+    if res.get("trace_error"):
+        print(f"pulp-odl: error: {args.trace}: {res['trace_error']}; the trace is incomplete: free some space or "
+              "choose another --trace path", file=sys.stderr)
+        return UserError.exit_code
     return exit_status(res)
 
 

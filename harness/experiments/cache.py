@@ -22,8 +22,9 @@ error: harness.errors.UserError) is cached too, with its `error`, so a rerun rep
 rerunning it; any other exception (out of memory, a missing file) is not cached.
 
 Every file is written to a temporary name in its directory and renamed over the target
-(os.replace), so a killed run leaves whole files or none. A file that does not parse, or does not
-hold what its name promises, is ignored and recomputed.
+(os.replace), so a killed run leaves whole files or none. Every row carries the sha256 of its content:
+a row that does not parse, does not hold what its name promises or fails its checksum (edited by
+hand, damaged on disk) is recomputed, and the run reports it.
 """
 from __future__ import annotations
 
@@ -35,18 +36,18 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from harness import ROOT, toolchain
+from harness import ROOT, paths, toolchain
 from harness import platform as platmod
 from harness.kernels.spec import KernelSpec
 
-SCHEMA = 1
+SCHEMA = 2              # 2: every entry carries the sha256 of its content
 INDEX_KEEP = 4          # provenance memos kept (newest first); older ones are deleted
 _TREE = (("harness", ("*.py",)), ("pulp_kernels", ("*.c", "*.h", "*.S", "*.j2")), ("platforms", ("*.toml",)),
          ("isa", ("*",)))
 
 
 def results_root() -> Path:
-    return Path(os.environ.get("PULP_ODL_RESULTS", ROOT / "results"))
+    return paths.results_env() or ROOT / "results"
 
 
 def canonical(obj) -> str:
@@ -55,6 +56,11 @@ def canonical(obj) -> str:
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def checksum(entry: dict) -> str:
+    """sha256 of a cache entry's content (everything but the checksum itself)."""
+    return sha256(canonical({k: v for k, v in entry.items() if k != "sha256"}))
 
 
 def spec_id(spec: KernelSpec) -> str:
@@ -77,6 +83,9 @@ _FILE_MODE = 0o666 & ~_umask()   # what open() would give; mkstemp makes 0600 fi
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to a temporary file next to `path`, then rename it over `path`."""
     path = Path(path)
+    if path.exists() and not path.is_file():   # a device (/dev/null): written in place, never renamed over
+        path.write_text(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -145,20 +154,40 @@ class Cache:
         return self.rows_dir / f"{key}.json"
 
     def load(self, key: str) -> dict | None:
-        """The cached entry for `key`, or None when absent, truncated or not what the name promises.
-        An entry holds a good row, or the `error` of a run that failed deterministically."""
+        """The cached entry for `key`, or None when absent or unusable (see `lookup`)."""
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str) -> tuple[dict | None, str | None]:
+        """(entry, problem). The entry holds a good row, or the `error` of a run that failed
+        deterministically; it is None when absent, of an older schema, or damaged. `problem` says why
+        a file that exists was not used when it was damaged (it does not parse, does not hold what its
+        name promises, or its content no longer matches its checksum): the caller recomputes the row
+        and reports it."""
+        path = self.row_path(key)
         try:
-            entry = json.loads(self.row_path(key).read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != key:
-            return None
+            text = path.read_text()
+        except FileNotFoundError:
+            return None, None
+        except OSError as e:
+            return None, f"unreadable ({e.strerror})"
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            return None, "does not parse as JSON"
+        if not isinstance(entry, dict):
+            return None, "is not a cache entry"
+        if entry.get("schema") != SCHEMA:
+            return None, None          # written by an older pulp-odl: silently replaced
+        if entry.get("key") != key:
+            return None, "holds another key than its name"
+        if entry.get("sha256") != checksum(entry):
+            return None, "fails its checksum (edited or damaged)"
         if isinstance(entry.get("error"), str):
-            return entry
+            return entry, None
         row = entry.get("row")
         if not isinstance(row, dict) or row.get("ok") is not True or not isinstance(row.get("cycles"), int):
-            return None
-        return entry
+            return None, "holds no usable row"
+        return entry, None
 
     def store(self, key: str, spec: KernelSpec, provenance: dict, row: dict | None, seconds: float,
               error: str | None = None) -> dict:
@@ -166,6 +195,7 @@ class Cache:
                  "seconds": round(seconds, 3), "row": row}
         if error is not None:
             entry["error"] = error
+        entry["sha256"] = checksum(entry)
         write_atomic(self.row_path(key), json.dumps(entry))
         return entry
 

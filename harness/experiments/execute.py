@@ -16,7 +16,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 
@@ -24,7 +23,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from harness import toolchain
+from harness import procs, toolchain
 from harness.backends import embedded
 from harness.errors import UserError
 from harness.experiments import cache as cachemod
@@ -40,6 +39,7 @@ class Outcome:
     provenance: dict = field(default_factory=dict)  # spec name -> provenance (cache key besides the spec)
     seconds: dict = field(default_factory=dict)     # spec name -> wall seconds of its run (when it ran)
     errors: dict = field(default_factory=dict)      # spec name -> one-line reason
+    recomputed: dict = field(default_factory=dict)  # spec name -> why its cached row was not used (damaged)
     cached: int = 0
     ran: int = 0
     wall: float = 0.0
@@ -69,9 +69,11 @@ def mismatch(row: dict) -> str:
 
 def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache: bool):
     """In a worker: provenance if unknown, the cached entry if there is one, else a run.
-    Returns (kind, provenance, payload, seconds): kind "hit" (payload: the cache entry), "ran" (the
-    row), "failed" (an error message worth caching) or "error" (a message not to cache)."""
+    Returns (kind, provenance, payload, seconds, damaged): kind "hit" (payload: the cache entry), "ran"
+    (the row), "failed" (an error message worth caching) or "error" (a message not to cache); damaged
+    says why a cached row that was there could not be used."""
     prov = provenance
+    damaged = None
     t0 = time.perf_counter()
     try:
         prepared = None
@@ -80,17 +82,17 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
             prepared = None if hasattr(spec, "run") else runner.prepare(spec)
             prov = cachemod.full_provenance(spec, prepared)
             if read_cache:
-                entry = cachemod.Cache(cache_root).load(cachemod.row_key(spec, prov))
+                entry, damaged = cachemod.Cache(cache_root).lookup(cachemod.row_key(spec, prov))
                 if entry is not None:
-                    return "hit", prov, entry, 0.0
+                    return "hit", prov, entry, 0.0, None
             t0 = time.perf_counter()
         row = spec.run() if hasattr(spec, "run") else runner.run_spec(spec, prepared=prepared)
-        return "ran", prov, row, time.perf_counter() - t0
+        return "ran", prov, row, time.perf_counter() - t0, damaged
     except UserError as e:
         kind = "failed" if prov is not None else "error"
-        return kind, prov, f"{type(e).__name__}: {e}".splitlines()[0], time.perf_counter() - t0
+        return kind, prov, f"{type(e).__name__}: {e}".splitlines()[0], time.perf_counter() - t0, damaged
     except Exception as e:  # noqa: BLE001 - any failure is this kernel's error, reported with the others
-        return "error", prov, f"{type(e).__name__}: {e}".splitlines()[0], 0.0
+        return "error", prov, f"{type(e).__name__}: {e}".splitlines()[0], 0.0, damaged
 
 
 def _hit(out: Outcome, name: str, entry: dict) -> None:
@@ -99,10 +101,6 @@ def _hit(out: Outcome, name: str, entry: dict) -> None:
         out.errors[name] = f"{entry['error']} (cached; --no-cache retries)"
     else:
         out.rows[name] = entry["row"]
-
-
-def _quiet_worker():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
 
 
 def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cache: cachemod.Cache | None = None,
@@ -125,10 +123,12 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
         if prov is not None:
             out.provenance[name] = prov
             if use_cache:
-                entry = cache.load(cachemod.row_key(sp, prov))
+                entry, damaged = cache.lookup(cachemod.row_key(sp, prov))
                 if entry is not None:
                     _hit(out, name, entry)
                     continue
+                if damaged:
+                    out.recomputed[name] = damaged
         pending.append((name, sp, prov))
     pending.sort(key=lambda t: -weight(t[1]))
 
@@ -136,7 +136,9 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
 
     def finish(name, sp, result):
         nonlocal changed
-        kind, prov, payload, secs = result
+        kind, prov, payload, secs, damaged = result
+        if damaged:
+            out.recomputed[name] = damaged
         if prov is not None:
             out.provenance[name] = prov
             if index.get(cachemod.spec_id(sp)) != prov:
@@ -177,8 +179,8 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
         try:
             if jobs > 1:
                 # Fork the workers before the progress bar starts its refresh thread.
-                pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(pending)), initializer=_quiet_worker,
-                                              mp_context=multiprocessing.get_context("fork"))
+                pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(pending)), initializer=procs.worker_init,
+                                              initargs=(os.getpid(),), mp_context=multiprocessing.get_context("fork"))
                 futs = {pool.submit(_work, sp, prov, str(cache.root), use_cache): (name, sp)
                         for name, sp, prov in pending}
                 results = ((futs[f], f.result()) for f in cf.as_completed(futs))
@@ -194,9 +196,10 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
                         save_index()
         except BaseException:
             if pool is not None:
-                for proc in list(getattr(pool, "_processes", {}).values()):
-                    proc.terminate()   # our own workers: a killed sweep must not leave them running
+                # our own workers (and their clang children): an interrupted sweep leaves none running
+                workers = list((getattr(pool, "_processes", None) or {}).values())
                 pool.shutdown(wait=False, cancel_futures=True)
+                procs.stop_workers(workers)
                 pool = None
             raise
         finally:

@@ -8,9 +8,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from harness import paths
 from harness import platform as platmod
 from harness.experiments import cache as cachemod
-from harness.experiments import execute, plan as planmod, spec as specmod, tables
+from harness.experiments import execute, outdir as outdirmod, plan as planmod, spec as specmod, tables
 from harness.experiments.execute import Outcome
 from harness.experiments.plan import Plan
 
@@ -40,8 +41,9 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
         for p in platforms:
             platmod.load(p)
         exp = exp.with_platforms(tuple(platforms))
-    plan = planmod.expand(exp)
     root = Path(results) if results is not None else cachemod.results_root()
+    outdir = outdirmod.prepare(root, exp.name, exp.path)   # before any work: a bad path costs nothing
+    plan = planmod.expand(exp)
     console = console or Console(stderr=True, highlight=False)
     what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
     console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "
@@ -50,8 +52,12 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
                                 console=console, progress=progress)
     console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
                   f"in {outcome.wall:.1f} s ({outcome.jobs} jobs)")
-    outdir = root / exp.name
-    frames = tables.write_results(plan, outcome, outdir)
+    if outcome.recomputed:
+        first, why = sorted(outcome.recomputed.items())[0]
+        console.print(f"{exp.name}: {len(outcome.recomputed)} cached row(s) were damaged and recomputed "
+                      f"(e.g. {first}: {why})")
+    with paths.user_path(outdir, "--results directory"):
+        frames = tables.write_results(plan, outcome, outdir)
     return Result(plan, outcome, outdir, frames)
 
 

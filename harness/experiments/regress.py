@@ -11,6 +11,7 @@ import pandas as pd
 from rich.table import Table
 
 from harness import ROOT
+from harness import paths, validate
 from harness.errors import UserError
 
 EXPERIMENT = "regress"
@@ -25,17 +26,22 @@ def golden_frame(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels[GOLDEN_COLUMNS].sort_values(KEY).reset_index(drop=True)
 
 
+GOLDEN_FIX = "rewrite it with 'make golden' (pulp-odl regress --update)"
+GOLDEN_RULES = {"kernel": ("str",), "platform": ("str",), "step": ("str",),
+                **{c: ("int", 0, None) for c in COUNTS}}
+
+
 def read_golden(path: Path) -> pd.DataFrame:
-    if not Path(path).is_file():
+    """The golden counts, checked when read (before any kernel runs): every count a non-negative
+    integer, every kernel once."""
+    if not Path(path).exists():
         raise UserError(f"no golden cycle counts at {path}; write them with 'make golden' (pulp-odl regress --update)")
-    try:
-        df = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: not a golden CSV ({str(e).splitlines()[0]})") from None
-    missing = [c for c in GOLDEN_COLUMNS if c not in df.columns]
-    if missing:
-        raise UserError(f"{path}: lacks column(s) {', '.join(missing)}; rewrite it with 'make golden'")
-    return df
+    return validate.read_csv(path, "--golden", GOLDEN_RULES, GOLDEN_FIX, unique=KEY)
+
+
+def is_golden(path: Path) -> bool:
+    """An existing file `regress --update` may replace: empty or a golden CSV (its header)."""
+    return paths.starts_with(",".join(GOLDEN_COLUMNS))(Path(path))
 
 
 def compare(golden: pd.DataFrame, new: pd.DataFrame) -> list[dict]:

@@ -24,6 +24,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from harness import paths, validate
 from harness.errors import UserError
 from harness.experiments.cache import write_atomic
 from harness.experiments.tables import peak_mac_per_cycle
@@ -34,8 +35,29 @@ ACCURACY_COLUMNS = ("net", "dataset", "layer_id", "p", "accuracy")
 STEPS = ("fw", "wg", "ig")
 
 
+_TEXT, _COUNT, _ID, _P, _NONNEG = ("str",), ("int", 0, None), ("int", 1, None), ("number", 0.0, 1.0, True), ("number", 0.0)
+# The columns the dashboard reads from each result table, and their allowed values.
+RESULT_RULES = {
+    "latency": {"platform": _TEXT, "net": _TEXT, "dataset": _TEXT, "layer_id": _ID, "p": _P,
+                **{c: _NONNEG for c in ("M_MB", "S_replay_MB", "bw_ms", "fw_task_s", "update_task_s",
+                                        "total_task_s")}},
+    "kernels": {"kernel": _TEXT, "platform": _TEXT, "kind": _TEXT, "step": _TEXT, "macs": _COUNT,
+                "mac_per_cycle": _NONNEG, "peak_mac_per_cycle": _NONNEG},
+    "layers": {"platform": _TEXT, "net": _TEXT, "dataset": _TEXT, "layer_id": _ID, "p": _P, "name": _TEXT,
+               "step": _TEXT, "cycles": _COUNT},
+}
+ACCURACY_RULES = {"net": _TEXT, "dataset": _TEXT, "layer_id": _ID, "p": _P, "accuracy": ("number", 0.0, 100.0)}
+
+
 def _read(path: Path) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path.is_file() else None
+    """A result table, checked when read; None when absent. A header-only table is a valid empty one."""
+    if not path.exists():
+        return None
+    text = paths.read_text(path, "", f"rerun the experiment that writes it ('pulp-odl experiment {path.parent.name}')")
+    if text.strip() and len(text.strip().splitlines()) == 1:
+        return pd.DataFrame(columns=text.strip().split(","))
+    return validate.read_csv(path, "", RESULT_RULES.get(path.stem, {}),
+                             f"rerun the experiment that writes it ('pulp-odl experiment {path.parent.name}')")
 
 
 def _first(results: Path, names, stem: str):
@@ -47,17 +69,10 @@ def _first(results: Path, names, stem: str):
 
 
 def read_accuracy(path: Path) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise UserError(f"--accuracy: {path} not found") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise UserError(f"--accuracy: {path} is not a CSV ({str(e).splitlines()[0]})") from None
-    missing = [c for c in ACCURACY_COLUMNS if c not in df.columns]
-    if missing:
-        raise UserError(f"--accuracy: {path} lacks column(s) {', '.join(missing)}; "
-                        f"expected {', '.join(ACCURACY_COLUMNS)}")
-    return df
+    """Accuracy per (net, dataset, layer_id, p): layer_id a positive integer, p in (0, 1], accuracy in
+    [0, 100] (a fraction or a percentage)."""
+    return validate.read_csv(path, "--accuracy", ACCURACY_RULES,
+                             f"give a CSV with columns {', '.join(ACCURACY_COLUMNS)}")
 
 
 # ---- figures ----

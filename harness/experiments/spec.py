@@ -16,11 +16,13 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness import ROOT
+from harness import ROOT, paths, validate
 from harness import platform as platmod
 from harness.errors import UserError
 from harness.kernels import spec as kspec
 from harness.nets import dataset_spec, net_spec
+from harness.nets.registry import check_params
+from harness.schedule import cl_params
 from harness.partial import kept_channels
 
 EXPERIMENT_DIR = ROOT / "experiments"
@@ -111,8 +113,9 @@ def resolve(name_or_path: str) -> Path:
 
 def load(name_or_path: str) -> Experiment:
     path = resolve(name_or_path)
+    text = paths.read_text(path, "", "save the experiment file as UTF-8 TOML")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not valid TOML: {e}") from None
     where = str(path)
@@ -222,6 +225,20 @@ def _sweep(where: str, i: int, s) -> Sweep:
     for what in ("network", "cl"):
         if not isinstance(s.get(what, {}), dict):
             raise UserError(f"{where}: {table} {what} must be a table of overrides")
+    # hyper-parameters and CL parameters are checked here, where the file and key can be named
+    try:
+        overrides = dict(s.get("network", {}))
+        for key in ("resolution", "num_classes"):   # build_network's own arguments
+            if key in overrides:
+                validate.check_int(key, overrides.pop(key), 1, validate.MAX_EXTENT)
+        check_params(net, overrides)
+    except UserError as e:
+        raise UserError(f"{where}: {table} network: {e}") from None
+    for d in datasets:
+        try:
+            cl_params(d, **s.get("cl", {}))
+        except UserError as e:
+            raise UserError(f"{where}: {table} cl: {e}") from None
     return Sweep(net, datasets, layer_ids, _ps(where, f"{table} p", s["p"]), dict(s.get("network", {})),
                  dict(s.get("cl", {})))
 

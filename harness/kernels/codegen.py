@@ -875,6 +875,21 @@ GENERATORS = {
 }
 
 
+def _l2_does_not_fit(spec: KernelSpec, plat: Platform, l2_bytes: int) -> UserError:
+    return UserError(f"{spec.name}: does not fit: its tensors need {l2_bytes // 1024} KiB of L2 and {plat.name} leaves "
+                     f"{planmod.l2_budget(plat) // 1024} KiB (tensors larger than L2 would have to stream from "
+                     f"external memory, which the generated kernels do not do)")
+
+
+def check_l2(spec: KernelSpec, plat: Platform) -> None:
+    """Refuse a step whose tensors cannot fit L2 before its test data is allocated."""
+    from harness.kernels.reference import min_l2_bytes
+
+    need = min_l2_bytes(spec)
+    if need > planmod.l2_budget(plat):
+        raise _l2_does_not_fit(spec, plat, need)
+
+
 def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
     key = (spec.kind, spec.step)
     if spec.kind in OPS:
@@ -886,9 +901,7 @@ def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
     l2_bytes = sum(img.size * 2 for img in g.l2_in.values()) + sum(
         t.nbytes for sym, (t, _) in g.l2_out.items() if sym not in g.l2_in)
     if l2_bytes > planmod.l2_budget(plat):
-        raise UserError(f"{spec.name}: does not fit: its tensors need {l2_bytes // 1024} KiB of L2 and {plat.name} leaves "
-                        f"{planmod.l2_budget(plat) // 1024} KiB (tensors larger than L2 would have to stream from "
-                        f"external memory, which the generated kernels do not do)")
+        raise _l2_does_not_fit(spec, plat, l2_bytes)
     if g.l1_total() > planmod.l1_budget(plat):
         raise UserError(f"{spec.name}: needs {g.l1_total()} bytes of L1, {planmod.l1_budget(plat)} available on {plat.name}")
     return Program(spec=spec, c=g.render(), asm=asm_kernels(), inputs=g.l2_in,

@@ -192,6 +192,25 @@ def make_inputs(spec: KernelSpec) -> dict:
     return ins
 
 
+def min_l2_bytes(spec: KernelSpec) -> int:
+    """FP16 bytes of the step's logical tensors (inputs and outputs, no padding): a lower bound of what
+    the generated program keeps in L2, computed without allocating anything, so that an absurd shape
+    is refused before make_inputs would allocate its test data."""
+    x, y = spec.h * spec.w, spec.h_out * spec.w_out
+    if spec.kind in OPS:
+        return 2 * (3 * x * spec.cin + spec.cin)
+    kk = spec.k * spec.k
+    if spec.kind == "dw":
+        w, dw = kk * spec.cin, kk * spec.k_in
+    else:
+        w, dw = kk * spec.cin * spec.cout, kk * spec.k_in * spec.k_out
+    elems = {"fw": x * spec.cin + w + y * spec.cout,
+             "wg": x * spec.k_in + y * spec.k_out + dw,
+             "ig": y * spec.k_out + w + x * spec.k_in,
+             "update": w + dw}[spec.step]
+    return 2 * elems
+
+
 KIND_IDS = {"conv": 1, "pw": 2, "dw": 3, "linear": 4, "relu6": 5, "hswish": 6, "sigmoid": 7, "add": 8, "gap": 9,
             "scale": 10, "ce": 11}
 STEP_IDS = {"fw": 1, "wg": 2, "ig": 3, "update": 4}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, toolchain
+from harness import ROOT, paths, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
@@ -79,15 +79,29 @@ class Prepared:
 
 def prepare(spec: KernelSpec) -> Prepared:
     plat = platmod.load(spec.platform)
+    codegen.check_l2(spec, plat)
     ins = reference.make_inputs(spec)
     return Prepared(spec, ins, codegen.generate(spec, plat, ins))
+
+
+def _generator_hash() -> str:
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def provenance(spec: KernelSpec, prepared: Prepared | None = None) -> dict:
     """Everything a kernel result depends on, without building or running it: the key of cached rows."""
     plat = platmod.load(spec.platform)
-    prog = (prepared or prepare(spec)).program
     tc = toolchain.find()
+    try:
+        prog = (prepared or prepare(spec)).program
+    except UserError:
+        # No program can be generated (it does not fit the platform): the refusal follows from the spec,
+        # the generator and the platform file alone, so it is cached under those and not retried.
+        return {"refused_by_generator_sha256": _generator_hash(), "toolchain": tc.describe(),
+                "platform_sha256": plat.sha256, "simulator": embedded.version(), "backend": "embedded"}
     return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.sha256,
             "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES["embedded"]}
 
@@ -103,6 +117,22 @@ def parse_dump(stdout: str, prog: codegen.Program) -> dict:
             vals = [int(x, 16) for x in parts[3:]]
             words[syms[t]][i:i + len(vals)] = vals
     return {sym: w.tobytes() for sym, w in words.items()}
+
+
+GENERATED = ("kernel.c", "data.S", "kernel.elf")   # and one <input>.bin per input tensor
+
+
+def check_keep_dir(keep: Path, steps: list[str]) -> None:
+    """--keep DIR: a new or empty directory, or one an earlier --keep wrote (step directories holding
+    only generated files), so that no file of the user's is overwritten; proven writable."""
+    if keep.is_dir():
+        for entry in keep.iterdir():
+            ok = entry.is_dir() and entry.name in ("fw", "wg", "ig", "update") and all(
+                f.name in GENERATED or f.suffix == ".bin" for f in entry.iterdir())
+            if not ok:
+                raise UserError(f"--keep {keep}: holds {entry.name}, which 'pulp-odl kernel --keep' did not write; "
+                                "give a new or empty directory")
+    paths.output_dir(keep, "--keep")
 
 
 def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, backend: str = "embedded",
@@ -130,7 +160,7 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
             raise UserError(f"unknown backend '{backend}'; choose embedded or gvsoc")
         elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
                               defines=BUILD_DEFINES["embedded"])
-        program = elfmod.load(elf)
+        program = elfmod.load(elf, plat)
         reads = {}
         for sym, (t, _) in prog.outputs.items():
             if sym not in program.symbols:

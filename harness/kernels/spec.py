@@ -175,8 +175,11 @@ def make(kind: str, cin: int, cout: int, h: int, w: int, step: str, k: int | Non
             raise UserError(f"--k must be a positive integer, got {k!r}")
         if pad is None:
             pad = (k // 2,) * 4
-        elif isinstance(pad, int):
+        elif isinstance(pad, int) and not isinstance(pad, bool):
             pad = (pad,) * 4
+        if not (isinstance(pad, (tuple, list)) and len(pad) == 4
+                and all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
+            raise UserError(f"--pad must be one integer or four (left, right, top, bottom), got {pad!r}")
         if any(p < 0 or p >= k for p in pad):
             raise UserError(f"--pad {pad} is not smaller than the kernel size {k}")
     if not isinstance(stride, int) or stride < 1:

@@ -25,6 +25,8 @@ STEM_CHANNELS = 32
 LAST_CHANNELS = 1280
 
 DEFAULTS = {"width": 0.75, "round_nearest": 8, "dropout": 0.2}
+# Allowed values (harness.nets.registry.check_params): numbers strictly above `low`, except dropout.
+PARAMS = {"width": ("number", 0.0, 8.0), "round_nearest": ("int", 1, 64), "dropout": ("fraction",)}
 
 
 def build(resolution: int, num_classes: int, width: float = 0.75, round_nearest: int = 8,

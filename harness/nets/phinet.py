@@ -21,6 +21,12 @@ DROPOUT = 0.05  # Dropout2d before every depthwise
 DEFAULTS = {"alpha": 1.1, "beta": 0.75, "t0": 5.0, "num_layers": 7, "downsampling_layers": (5, 7),
             "first_conv_stride": 2, "divisor": 1, "squeeze_excite": True, "h_swish": True,
             "residuals": True, "include_top": True}
+# Allowed values of each hyper-parameter (harness.nets.registry.check_params): (kind, low, high), numbers
+# strictly above `low`, integers from `low`; a width multiplier of 0 or less gives a degenerate network.
+PARAMS = {"alpha": ("number", 0.0, 8.0), "beta": ("number", 0.0, 8.0), "t0": ("number", 0.0, 64.0),
+          "num_layers": ("int", 1, 64), "downsampling_layers": ("ints", 1, 64), "first_conv_stride": ("int", 1, 4),
+          "divisor": ("int", 1, 64), "squeeze_excite": ("bool",), "h_swish": ("bool",), "residuals": ("bool",),
+          "include_top": ("bool",)}
 
 
 @dataclass(frozen=True)

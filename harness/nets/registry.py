@@ -1,10 +1,12 @@
 """Valid network and dataset names, and the one entry point that builds a network for a dataset."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from harness import validate
 from harness.errors import UserError
 from harness.nets import mobilenetv2, phinet
 from harness.nets.layer import Network
@@ -80,12 +82,37 @@ def build_network(net: str, dataset: str | None = None, *, resolution: int | Non
     for what, value in (("resolution", resolution), ("number of classes", num_classes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError(f"{what} must be a positive integer, got {value!r}")
-    unknown = set(params) - set(spec.defaults)
-    if unknown:
-        raise UserError(f"unknown {net} parameter '{sorted(unknown)[0]}'; valid: {', '.join(spec.defaults)}")
+    check_params(net, params)
     merged = {**spec.defaults, **params}
     key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in merged.items()))
     return _build(net, resolution, num_classes, key)
+
+
+def check_params(net: str, params: dict) -> None:
+    """Hyper-parameter overrides of `net`: known names, values in the network module's PARAMS ranges."""
+    spec = net_spec(net)
+    unknown = set(params) - set(spec.defaults)
+    if unknown:
+        raise UserError(f"unknown {net} parameter '{sorted(unknown)[0]}'; valid: {', '.join(spec.defaults)}")
+    ranges = getattr(sys.modules[spec.builder.__module__], "PARAMS", {})
+    for key, value in params.items():
+        rule = ranges.get(key)
+        where = f"{net} parameter {key}"
+        if rule is None:
+            continue
+        if rule[0] == "number":
+            validate.check_number(where, value, rule[1], rule[2], lo_open=True)
+        elif rule[0] == "fraction":
+            validate.check_number(where, value, 0.0, 1.0, hi_open=True)
+        elif rule[0] == "int":
+            validate.check_int(where, value, rule[1], rule[2])
+        elif rule[0] == "ints":
+            if not isinstance(value, (list, tuple)):
+                raise UserError(f"{where}: must be a list of integers from {rule[1]} to {rule[2]}, got {value!r}")
+            for v in value:
+                validate.check_int(where, v, rule[1], rule[2])
+        elif rule[0] == "bool":
+            validate.check_bool(where, value)
 
 
 @lru_cache(maxsize=64)

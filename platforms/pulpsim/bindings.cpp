@@ -3,8 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "sim.hpp"
 
@@ -18,6 +20,7 @@ static const char* status_name(Status s) {
     case Status::Fault: return "fault";
     case Status::CycleLimit: return "cycle_limit";
     case Status::Deadlock: return "deadlock";
+    case Status::Interrupted: return "interrupted";
   }
   return "?";
 }
@@ -96,20 +99,46 @@ PYBIND11_MODULE(_pulpsim, m) {
       .def("run", [](Machine& mc, uint64_t max_cycles, const std::string& trace_path) {
         if (!trace_path.empty()) {
           mc.trace = std::fopen(trace_path.c_str(), "w");
-          if (!mc.trace) throw std::runtime_error("cannot open trace file " + trace_path);
+          if (!mc.trace) {
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, trace_path.c_str());
+            throw py::error_already_set();
+          }
         }
+        // Python runs its signal handlers (Ctrl-C, SIGTERM) only between bytecodes: the poll lets
+        // them run during a long simulation, and a handler that raises stops the run.
+        PyObject *etype = nullptr, *evalue = nullptr, *etb = nullptr;
+        mc.poll = [&]() {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() == 0) return false;
+          PyErr_Fetch(&etype, &evalue, &etb);
+          return true;
+        };
         auto t0 = std::chrono::steady_clock::now();
         Status s;
         {
           py::gil_scoped_release release;
           s = mc.run(max_cycles);
         }
+        mc.poll = nullptr;
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::string trace_error;
         if (mc.trace) {
-          std::fclose(mc.trace);
+          // a full disk shows only here: buffered writes fail late
+          bool bad = std::ferror(mc.trace);
+          int err = bad ? errno : 0;
+          if (std::fclose(mc.trace) != 0 && !bad) {
+            bad = true;
+            err = errno;
+          }
           mc.trace = nullptr;
+          if (bad) trace_error = std::strerror(err ? err : EIO);
+        }
+        if (s == Status::Interrupted) {
+          PyErr_Restore(etype, evalue, etb);
+          throw py::error_already_set();
         }
         py::dict r;
+        if (!trace_error.empty()) r["trace_error"] = trace_error;
         r["status"] = status_name(s);
         r["exit_code"] = mc.exit_code;
         r["stdout"] = py::bytes(mc.out);

@@ -446,8 +446,13 @@ inline bool Core::is_private(const Insn* d) const {
 template <bool TRACE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
+  uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
   while (true) {
-    if (cycle >= limit) return Status::CycleLimit;
+    if (cycle >= stop) {
+      if (cycle >= limit) return Status::CycleLimit;
+      if (m->poll_host(cycle)) return m->status;
+      stop = std::min(limit, m->poll_at);
+    }
     const Insn* d = fetch(pc, tmp_insn);
     if (cycle > m->run_bound) {
       // Past its turn, a core may still run ahead a little on instructions that touch nothing shared

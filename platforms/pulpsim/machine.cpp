@@ -320,6 +320,15 @@ static std::string sleepers_text(const std::vector<std::unique_ptr<Core>>& cores
   return who;
 }
 
+bool Machine::poll_host(uint64_t now) {
+  poll_at = now + POLL_CYCLES;
+  if (!poll || !poll()) return false;
+  status = Status::Interrupted;
+  fault.kind = "interrupted";
+  fault.detail = "stopped by the host at cycle " + std::to_string(now);
+  return true;
+}
+
 // Deterministic scheduling: the running core with the smallest cycle count executes next, until it
 // passes the next core's time or the next timed event; ties go to the lower core index.
 Status Machine::run(uint64_t max_cycles) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,7 +41,7 @@ enum Ev : int {
   NEV
 };
 
-enum class Status { Running, Exited, Fault, CycleLimit, Deadlock };
+enum class Status { Running, Exited, Fault, CycleLimit, Deadlock, Interrupted };
 
 // The platform's numbers (harness.platform.Platform.sim_config). Every read is recorded, so the
 // machine can refuse a key it was given but does not model: a platform number is never ignored.
@@ -70,7 +71,10 @@ struct ICache {  // set-associative instruction cache with round-robin replaceme
   std::vector<uint8_t> next;
   void init(uint32_t size, uint32_t nways, uint32_t line) {
     ways = nways;
-    sets = size / (line * nways);
+    sets = nways ? size / (line * nways) : 0;
+    if (sets == 0)
+      throw std::runtime_error("an instruction cache of " + std::to_string(size) + " bytes cannot hold " +
+                               std::to_string(nways) + " ways of " + std::to_string(line) + "-byte lines");
     tags.assign(sets * ways, 0xffffffffu);
     ready.assign(sets * ways, 0);
     next.assign(sets, 0);
@@ -391,6 +395,13 @@ class Machine {
   int exit_code = 0;
   Fault fault;
   FILE* trace = nullptr;
+
+  // Host interruption (Ctrl-C, SIGTERM): `poll` is asked every POLL_CYCLES simulated cycles whether
+  // to stop. It reads and changes nothing of the simulated state, so no cycle count depends on it.
+  static constexpr uint64_t POLL_CYCLES = 1u << 20;
+  std::function<bool()> poll;
+  uint64_t poll_at = POLL_CYCLES;
+  bool poll_host(uint64_t now);  // true: stop now (status becomes Interrupted)
 
   void load_bytes(uint32_t addr, const uint8_t* data, size_t n);
   void read_bytes(uint32_t addr, uint8_t* data, size_t n);

@@ -166,7 +166,8 @@ static inline void odl_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows,
 /* ---------------------------------------------------------------- orchestration (master core) */
 
 /* Cluster-DMA transfers of any size: split into commands of at most 32 KiB (the runtimes keep the
- * length field to 16 bits). Time spent waiting is accounted as DMA wait. */
+ * length field to 16 bits), so they go straight to the command queue without pi_cl_dma_cmd's size
+ * check. Time spent waiting is accounted as DMA wait. */
 typedef struct {
   pi_cl_dma_cmd_t cmd[16];
   int n;
@@ -177,7 +178,7 @@ extern uint32_t odl_t_dma, odl_t_compute;
 static inline void odl_dma_1d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t bytes, pi_cl_dma_dir_e dir) {
   while (bytes) {
     uint32_t n = bytes > 32768 ? 32768 : bytes;
-    pi_cl_dma_cmd(ext, loc, n, dir, &d->cmd[d->n++]);
+    pulp_cl_dma_push(ext, loc, n, dir, &d->cmd[d->n++]);
     ext += n;
     loc += n;
     bytes -= n;
@@ -194,7 +195,7 @@ static inline void odl_dma_2d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t
   if (per == 0) per = 1;
   while (rows) {
     uint32_t r = rows > per ? per : rows;
-    pi_cl_dma_cmd_2d(ext, loc, r * row_bytes, stride, row_bytes, dir, &d->cmd[d->n++]);
+    pulp_cl_dma_push_2d(ext, loc, r * row_bytes, stride, row_bytes, dir, &d->cmd[d->n++]);
     ext += r * stride;
     loc += r * row_bytes;
     rows -= r;

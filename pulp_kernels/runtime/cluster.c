@@ -110,3 +110,11 @@ void __pulp_cluster_main(uint32_t core) {
   else
     slave_loop();
 }
+
+/* A size that pi_cl_dma_cmd cannot encode: the hardware would read its high bits as flags and move
+ * something else, so the program stops here, saying why. */
+void __pulp_cl_dma_size_error(uint32_t size) {
+  printf("pi_cl_dma_cmd: %u bytes do not fit the %d-bit size of a cluster-DMA command (at most %u); split the "
+         "transfer\n", size, PULP_MCHAN_LEN_BITS, (1u << PULP_MCHAN_LEN_BITS) - 1);
+  exit(1);
+}

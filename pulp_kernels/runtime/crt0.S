@@ -59,3 +59,8 @@ __pulp_cluster_start:
 5:  wfi
     j     5b
     .option pop
+
+    /* The platform this program is built for: a section that is never loaded, read back by
+     * pulp-odl's ELF loader so that a program is not run on a platform with another memory map. */
+    .section .pulp_odl.platform, "", @progbits
+    .asciz PULP_PLATFORM_NAME

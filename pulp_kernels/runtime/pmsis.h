@@ -169,8 +169,12 @@ typedef struct pi_cl_dma_cmd_s {
 } pi_cl_dma_cmd_t;
 #define PULP_DMA_CMD (PULP_DMA_DEMUX + PULP_MCHAN_CMD)
 #define PULP_DMA_STATUS (PULP_DMA_DEMUX + PULP_MCHAN_STATUS)
-static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
-                                 pi_cl_dma_cmd_t *cmd) {
+/* A size wider than the command word's length field would spill into the flags, so
+ * pi_cl_dma_cmd refuses it. */
+void __pulp_cl_dma_size_error(uint32_t size) __attribute__((noreturn));
+/* The commands without the size check, for callers that split transfers themselves (odl_kernels.h). */
+static inline void pulp_cl_dma_push(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                                    pi_cl_dma_cmd_t *cmd) {
   uint32_t tid = pulp_rd(PULP_DMA_CMD);
   pulp_wr(PULP_DMA_CMD, size | ((uint32_t)dir << PULP_MCHAN_DIR_BIT) | (1u << PULP_MCHAN_INC_BIT) |
                             (1u << PULP_MCHAN_EVENT_BIT));
@@ -178,9 +182,8 @@ static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_c
   pulp_wr(PULP_DMA_CMD, ext);
   cmd->id = (int)tid;
 }
-/* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
-static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
-                                    pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
+static inline void pulp_cl_dma_push_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                                       pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
   uint32_t tid = pulp_rd(PULP_DMA_CMD);
   pulp_wr(PULP_DMA_CMD, size | ((uint32_t)dir << PULP_MCHAN_DIR_BIT) | (1u << PULP_MCHAN_INC_BIT) |
                             (1u << PULP_MCHAN_TWOD_BIT) | (1u << PULP_MCHAN_EVENT_BIT));
@@ -189,6 +192,17 @@ static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, u
   pulp_wr(PULP_DMA_CMD, length);
   pulp_wr(PULP_DMA_CMD, stride);
   cmd->id = (int)tid;
+}
+static inline void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                                 pi_cl_dma_cmd_t *cmd) {
+  if (size >> PULP_MCHAN_LEN_BITS) __pulp_cl_dma_size_error(size);
+  pulp_cl_dma_push(ext, loc, size, dir, cmd);
+}
+/* 2-D: `length` bytes per external row, rows `stride` bytes apart; the L1 side is contiguous */
+static inline void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                                    pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd) {
+  if (size >> PULP_MCHAN_LEN_BITS) __pulp_cl_dma_size_error(size);
+  pulp_cl_dma_push_2d(ext, loc, size, stride, length, dir, cmd);
 }
 static inline void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd) {
   uint32_t bit = 1u << cmd->id;
