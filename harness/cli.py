@@ -19,8 +19,10 @@ import harness.commands
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump
-        self.exit(2, f"pulp-odl: error: {message} (see 'pulp-odl {self.prog.split()[-1]} --help')\n"
-                  if " " in self.prog else f"pulp-odl: error: {message} (see 'pulp-odl --help')\n")
+        # prog is "pulp-odl", "pulp-odl CMD" or "pulp-odl CMD ACTION": the help of the command that failed
+        words = self.prog.split()[1:]
+        where = " ".join(["pulp-odl", *words, "--help"])
+        self.exit(2, f"pulp-odl: error: {message} (see '{where}')\n")
 
 
 def _command_names() -> list[str]:

@@ -166,6 +166,13 @@ CASES = [
            else (*MEM, flag, value), 2, "--p must be in (0, 1]" if flag == "--p" and tag != "word" else flag)
       for flag in ("--layer-id", "--p", "--batch", "--replays", "--new-per-task", "--resolution", "--classes")
       for tag, value in (("nan", "nan"), ("word", "x"), ("negative", "-1"), ("huge", "1" + "0" * 20))],
+    Case("platform-no-action", ("platform",), 2, "the following arguments are required: ACTION"),
+    Case("platform-unknown-action", ("platform", "bogus"), 2, "invalid choice: 'bogus'"),
+    Case("platform-show-no-name", ("platform", "show"), 2, "see 'pulp-odl platform show --help'"),
+    Case("platform-show-unknown", ("platform", "show", "nosuch"), 2, "unknown platform 'nosuch'; choose one of"),
+    Case("platform-show-missing-file", ("platform", "show", "{d}/none.toml"), 2, "cannot read platform file"),
+    Case("platform-show-clock-0", ("platform", "show", "{d}/bad.toml"), 2, "clock_hz: must be at least 1",
+         setup="platform_clock_0"),
     Case("memory-layer-id-out-of-range", (*MEM, "--layer-id", "999"), 2, "--layer-id must be from 1 to"),
     Case("memory-batch-below-replay", (*MEM, "--layer-id", "1", "--batch", "4"), 2, "must exceed the replayed part"),
     Case("memory-platform-l1-size-0", (*MEM, "--layer-id", "1", "--platform", "{d}/bad.toml"), 2,
