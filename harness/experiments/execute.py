@@ -79,7 +79,11 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
         prepared = None
         if prov is None:
             # a kernel is generated once: for the cache key, then for the run (stage jobs generate their own)
-            prepared = None if hasattr(spec, "run") else runner.prepare(spec)
+            if not hasattr(spec, "run"):
+                try:
+                    prepared = runner.prepare(spec)
+                except UserError:
+                    pass   # a kernel that does not fit: its provenance records the refusal, the run repeats it
             prov = cachemod.full_provenance(spec, prepared)
             if read_cache:
                 entry, damaged = cachemod.Cache(cache_root).lookup(cachemod.row_key(spec, prov))
