@@ -157,6 +157,15 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
     return out
 
 
+def step_of(kind: str) -> str:
+    """The training step a stage kind computes, in the kernels' names: mm_fw -> fw, dw_wg -> wg, the
+    operator backwards (gap_bw, scale_bw) -> ig, sgd -> update, latents -> latents."""
+    if kind == "sgd":
+        return "update"
+    tail = kind.rsplit("_", 1)[-1]
+    return {"bw": "ig"}.get(tail, tail)
+
+
 def job_rows(jobs: dict, outcome) -> list[dict]:
     """kernels.csv of a deployed experiment: one row per stage program."""
     from harness.experiments.tables import peak_mac_per_cycle
@@ -169,6 +178,7 @@ def job_rows(jobs: dict, outcome) -> list[dict]:
         prov = outcome.provenance.get(name, {})
         peak = peaks.setdefault(job.platform, peak_mac_per_cycle(job.platform))
         out.append({"kernel": name, "platform": job.platform, "stage": r["stage"], "variant": r["variant"],
+                    "step": step_of(r["kind"]),
                     "peak_mac_per_cycle": peak,
                     "kind": r["kind"], "macs": r["macs"], "cycles": r["cycles"], "compute_cycles": r["compute_cycles"],
                     "dma_wait_cycles": r["dma_wait_cycles"], "ext_wait_cycles": r["ext_wait_cycles"],
