@@ -42,9 +42,14 @@ clean:
 	rm -rf build
 
 # Experiments (experiments/*.toml; docs/experiments.md). Kernel runs are cached in results/cache/.
-.PHONY: table2 fig4 kernels report regress golden
+.PHONY: table2 table2-isolated fig4 kernels report regress golden
 table2:
 	$(PYTHON) -m harness experiment table2
+
+# The same points composed from isolated per-op kernel programs (results/table2-isolated/); `make table2`
+# then prints their task latency beside the deployed one.
+table2-isolated:
+	$(PYTHON) -m harness experiment table2 --deployment isolated
 
 fig4:
 	$(PYTHON) -m harness experiment fig4

@@ -595,3 +595,29 @@ def test_toolchain_is_asked_for_its_version_once(monkeypatch):
     first = toolchain.find()
     assert all(toolchain.find() is first for _ in range(3))
     assert len([c for c in asked if "--version" in c]) <= 1
+
+
+def test_other_deployment_writes_beside_the_experiments_own():
+    exp = specmod.load("table2")
+    assert exp.deployment == "deployed" and exp.with_deployment("deployed") is exp
+    iso = exp.with_deployment("isolated")
+    assert iso.name == "table2-isolated" and iso.deployment == "isolated"
+
+
+def test_printed_latency_table_puts_the_isolated_total_beside_the_deployed():
+    from rich.console import Console
+
+    key = {"platform": "paper", "net": "phinet", "dataset": "cifar10", "layer_id": 2, "p": 0.7}
+    dep = pd.DataFrame([{**key, "placement": pl, "M_MB": 1.0, "S_replay_MB": 0.5, "bw_ms": 2.0,
+                         "bw_mac_per_cycle": mpc, "fw_task_s": 3.0, "update_task_s": 4.0, "total_task_s": 7.0}
+                        for pl, mpc in (("fit", 3.71), ("method", 2.44))])
+    iso = pd.DataFrame([{**key, "M_MB": 1.0, "S_replay_MB": 0.5, "bw_ms": 9.0, "fw_task_s": 30.0,
+                         "update_task_s": 40.0, "total_task_s": 70.25}])
+    con = Console(width=300, record=True)
+    con.print(tables.latency_table(dep, "t", isolated=iso))
+    text = con.export_text()
+    assert "isolated s/task" in text and "bw MAC/cycle" in text
+    assert text.count("70.25") == 2 and "3.71" in text and "2.44" in text
+    con = Console(width=300, record=True)
+    con.print(tables.latency_table(dep, "t"))
+    assert "isolated" not in con.export_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
 from rich.console import Console
 
 from harness import validate
@@ -31,6 +32,19 @@ def add_arguments(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar and no tables, only the summary lines")
 
 
+def _isolated_beside(res):
+    """The latency table of the same experiment run with --deployment isolated, when there is one."""
+    if res.plan.experiment.deployment != "deployed":
+        return None
+    path = res.outdir.parent / f"{res.outdir.name}-isolated" / "latency.csv"
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None   # an unreadable neighbour only loses its column here; `pulp-odl report` says why
+
+
 def run(args) -> int:
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     res = pipeline.run_experiment(args.name, platforms=tuple(args.platform or ()), jobs=args.jobs,
@@ -40,7 +54,7 @@ def run(args) -> int:
     if not args.quiet:
         title = f"{res.plan.experiment.name}: {res.plan.experiment.description}"
         if "latency" in res.frames:
-            out.print(tables.latency_table(res.frames["latency"], title))
+            out.print(tables.latency_table(res.frames["latency"], title, isolated=_isolated_beside(res)))
         else:
             out.print(tables.kernel_table(res.frames["kernels"], title))
     out.print(f"wrote {', '.join(sorted(p.name for p in res.outdir.iterdir()))} in {res.outdir}")

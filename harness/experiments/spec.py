@@ -90,7 +90,11 @@ class Experiment:
     def with_deployment(self, deployment: str) -> "Experiment":
         if deployment not in DEPLOYMENTS:
             raise UserError(f"unknown deployment '{deployment}'; choose {' or '.join(DEPLOYMENTS)}")
-        return replace(self, deployment=deployment)
+        if deployment == self.deployment:
+            return self
+        # Results of the other deployment go beside the experiment's own (results/table2-isolated/), so
+        # that the two can be read side by side.
+        return replace(self, deployment=deployment, name=f"{self.name}-{deployment}")
 
 
 def available() -> list[str]:

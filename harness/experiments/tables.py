@@ -253,15 +253,38 @@ def write_results(plan: Plan, outcome: Outcome, outdir: Path) -> dict:
 
 # ---- terminal tables ----
 
-def latency_table(df: pd.DataFrame, title: str) -> Table:
+def latency_table(df: pd.DataFrame, title: str, isolated: pd.DataFrame | None = None) -> Table:
+    """The latency table as printed: deployed rows add their placement and the backward step's MAC/cycle,
+    and the isolated composition's total per task beside their own when `isolated` holds it."""
+    cols = [("platform", "platform"), ("net", "net"), ("dataset", "dataset"), ("layer_id", "layer"), ("p", "p")]
+    if "placement" in df.columns:
+        cols.append(("placement", "placement"))
+    cols += [("M_MB", "M MB"), ("S_replay_MB", "S_replay MB"), ("bw_ms", "bw ms/sample")]
+    if "bw_mac_per_cycle" in df.columns:
+        cols.append(("bw_mac_per_cycle", "bw MAC/cycle"))
+    cols += [("fw_task_s", "fw s/task"), ("update_task_s", "update s/task"), ("total_task_s", "total s/task")]
+    key = ["platform", "net", "dataset", "layer_id", "p"]
+    if isolated is not None and not isolated.empty and "placement" in df.columns:
+        iso = isolated[key + ["total_task_s"]].rename(columns={"total_task_s": "isolated_task_s"})
+        df = df.merge(iso.drop_duplicates(key), on=key, how="left")
+        cols.append(("isolated_task_s", "isolated s/task"))
+    text = {"platform", "net", "dataset", "placement"}
+    fmt = {"layer_id": "{:d}", "p": "{:g}", "M_MB": "{:.3f}", "S_replay_MB": "{:.3f}", "bw_ms": "{:.3f}",
+           "bw_mac_per_cycle": "{:.2f}"}
     t = Table(title=title)
-    for col, head in (("platform", "platform"), ("net", "net"), ("dataset", "dataset"), ("layer_id", "layer"),
-                      ("p", "p"), ("M_MB", "M MB"), ("S_replay_MB", "S_replay MB"), ("bw_ms", "bw ms/sample"),
-                      ("fw_task_s", "fw s/task"), ("update_task_s", "update s/task"), ("total_task_s", "total s/task")):
-        t.add_column(head, justify="left" if col in ("platform", "net", "dataset") else "right")
-    for r in df.itertuples():
-        t.add_row(r.platform, r.net, r.dataset, str(r.layer_id), f"{r.p:g}", f"{r.M_MB:.3f}", f"{r.S_replay_MB:.3f}",
-                  f"{r.bw_ms:.3f}", f"{r.fw_task_s:.2f}", f"{r.update_task_s:.2f}", f"{r.total_task_s:.2f}")
+    for col, head in cols:
+        t.add_column(head, justify="left" if col in text else "right")
+    for r in df.to_dict("records"):
+        cells = []
+        for col, _ in cols:
+            v = r[col]
+            if col in text:
+                cells.append(str(v))
+            elif pd.isna(v):
+                cells.append("-")
+            else:
+                cells.append(fmt.get(col, "{:.2f}").format(int(v) if col == "layer_id" else v))
+        t.add_row(*cells)
     return t
 
 
