@@ -186,9 +186,9 @@ class Gen:
             b = 0
             b += 2 * tm * ap * 2 + (2 * tm * ap * 2 if act_bw else 0) + r4(tm) * k2 * 4
             braw = tn * wpitch * 2 if fw else acols * cp(tn) * 2
-            b += braw * (1 if resident else 2) + r4(tn) * k2 * 4 + 2 * tm * cp(tn) * 2
+            b += braw * (1 if resident else 2) + r4(tn) * k2 * 4 + 2 * r4(tm) * cp(tn) * 2
             if bias:
-                b += cp(n) * 2 + 4 * n + 32
+                b += cp(n) * 2 + 4 * r4(n) + 32
             if "Skip" in t:
                 b += tm * cp(tn) * 2
             if "Sto" in t:
@@ -295,11 +295,12 @@ class Gen:
         lay.add("braw0", braw)
         lay.add("braw1", braw if tn < n else 4)
         lay.add("bpan", r4(tn) * k2 * 4)
-        lay.add("out0", tm * cp(tn) * 2)
-        lay.add("out1", tm * cp(tn) * 2)
+        # whole 4-row blocks: the product writes rows up to a multiple of 4 (odl_lib_matmul's m_pad)
+        lay.add("out0", r4(tm) * cp(tn) * 2)
+        lay.add("out1", r4(tm) * cp(tn) * 2)
         if bias:
             lay.add("bias16", cp(n) * 2)
-            lay.add("bias32", 4 * n)
+            lay.add("bias32", 4 * r4(n))   # the row micro-kernel reads whole groups of 4
         if "Skip" in t:
             lay.add("skip", tm * cp(tn) * 2)
         if "Sto" in t:
@@ -334,7 +335,7 @@ class Gen:
                           ce_samples=0, sto=False):
         if bias:
             lay.add("bias16", cp(n) * 2)
-            lay.add("bias32", 4 * n)
+            lay.add("bias32", 4 * r4(n))
         if skip:
             lay.add("skip", tm * cp(tn) * 2)
         if sto:
@@ -405,7 +406,7 @@ class Gen:
         def mem(tm, tn, tk):
             k2 = (tk + 1) // 2
             b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
-            b += tm * cp(tn) * 2 * (2 if accumulate else 1)
+            b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
             if tk < p:
                 b += 4 * tm * tn
             if bias:
@@ -449,7 +450,7 @@ class Gen:
         lay.add("apan", r4(tm) * k2 * 4)
         lay.add("braw", tk * cp(tn) * 2)
         lay.add("bpan", r4(tn) * k2 * 4)
-        lay.add("out", tm * cp(tn) * 2)
+        lay.add("out", r4(tm) * cp(tn) * 2)   # whole 4-row blocks (odl_lib_matmul's m_pad)
         if accumulate:
             lay.add("old", tm * cp(tn) * 2)
         if k_tiles > 1:
@@ -645,7 +646,7 @@ class Gen:
         def mem(tr):
             px = tr * wo
             return (2 * in_rows(tr) * w * xpitch * 2 + r4(px) * k2 * 4 + n * wpitch * 2 + r4(n) * k2 * 4
-                    + 2 * px * cp(n) * 2 + cp(n) * 2 + 4 * n + 10 * 16)
+                    + 2 * r4(px) * cp(n) * 2 + cp(n) * 2 + 4 * r4(n) + 10 * 16)
 
         tr = next((r for r in range(ho, 0, -1) if mem(r) <= self.budget
                    and (not t.y.ext or r * wo * t.y.pitch * 2 <= slab)), None)
@@ -657,10 +658,10 @@ class Gen:
         lay.add("apan", r4(tr * wo) * k2 * 4)
         lay.add("w", n * wpitch * 2)
         lay.add("bpan", r4(n) * k2 * 4)
-        lay.add("out0", tr * wo * cp(n) * 2)
-        lay.add("out1", tr * wo * cp(n) * 2)
+        lay.add("out0", r4(tr * wo) * cp(n) * 2)   # whole 4-row blocks (odl_lib_matmul's m_pad)
+        lay.add("out1", r4(tr * wo) * cp(n) * 2)
         lay.add("bias16", cp(n) * 2)
-        lay.add("bias32", 4 * n)
+        lay.add("bias32", 4 * r4(n))
         pad = a["pad"]
         return _NS(title=f"{st.name}: convolution {k}x{k}/{s} forward, {cin} -> {n}, {h}x{w} -> {ho}x{wo}, {tr} rows a tile",
                    fn=fn, buf=lay.bufs, l1=lay.off, samples=ns, h=h, w=w, ho=ho, wo=wo, k=k, stride=s, pt=pad[2],

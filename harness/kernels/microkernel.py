@@ -81,9 +81,71 @@ def pack4() -> list:
         + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_pack4, . - odl_pack4", ""]
 
 
+def mm4x4_run(bias: bool) -> list:
+    """odl_mm4x4_run(ap, bp, k2, c, pitch_bytes, nblocks[, bias]): a row of `nblocks` 4x4 blocks of C that
+    share one A panel and take consecutive B panels (the B pointer leaves each block's loop at the next
+    panel), stored as FP16. One call per row of blocks pays the register saves once, and the
+    accumulators start at the biases (odl_mm4x4_run_bias, which steps `bias` by 4 a block) or at zero,
+    so a short reduction (a weight gradient over 16 samples) is not dominated by per-block overhead."""
+    name = "odl_mm4x4_run_bias" if bias else "odl_mm4x4_run"
+    frame = 4 * 20
+    AP, C, PITCH, NB, BIAS = 52, 56, 60, 64, 68       # stack slots after the 13 saved registers
+    body = _body()
+    end_off = 2 * len(body)
+    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{frame}"]
+    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    sw a0, {AP}(sp)", f"    sw a3, {C}(sp)", f"    sw a4, {PITCH}(sp)", f"    sw a5, {NB}(sp)"]
+    if bias:
+        out.append(f"    sw a6, {BIAS}(sp)")
+    out += ["    beqz a5, 3f", "2:", f"    lw a0, {AP}(sp)"]
+    if bias:
+        out += [f"    lw t0, {BIAS}(sp)"] + [f"    lw {ACC[j]}, {4 * j}(t0)" for j in range(4)]
+        out += [f"    addi t0, t0, 16", f"    sw t0, {BIAS}(sp)"]
+        out += [f"    mv {ACC[4 * i + j]}, {ACC[j]}" for i in range(1, 4) for j in range(4)]
+    else:
+        out += [f"    li {r}, 0" for r in ACC]
+    out.append("    beqz a2, 1f")
+    out.append("    .option norvc")
+    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
+    out += ["    " + b for b in body]
+    out.append("    .option rvc")
+    out.append("1:")
+    # the 8 packed words first, then the stores: no store waits on the conversion before it
+    words = ["t0", "t1", "t2", "a5", "a6", "a7", "ra", "a0"]
+    for w in range(8):
+        i, half = divmod(w, 2)
+        out.append("    " + asm.line("vfcpka_h_s", rd=words[w], rs1=ACC[4 * i + 2 * half], rs2=ACC[4 * i + 2 * half + 1]))
+    out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t3, a3, 8", f"    sw t3, {C}(sp)"]
+    for i in range(4):
+        out += [f"    sw {words[2 * i]}, 0(a3)", f"    sw {words[2 * i + 1]}, 4(a3)"]
+        if i < 3:
+            out.append("    add a3, a3, a4")
+    out += [f"    lw t0, {NB}(sp)", "    addi t0, t0, -1", f"    sw t0, {NB}(sp)", "    bnez t0, 2b", "3:"]
+    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
+    return out
+
+
+def packk2() -> list:
+    """odl_packk2(dst, src, k2, pitch_bytes): two adjacent columns of a K-major FP16 matrix (one word per
+    row, rows `pitch_bytes` apart) into the words of two panel rows: word kk of the first column holds
+    rows 2kk and 2kk+1 of column 0, the word after it those of column 1; dst steps 16 bytes per kk (a
+    4-row panel). 10 instructions per pair of rows in a hardware loop."""
+    body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"),
+            "and t2, t0, a5", "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16", "and t1, t1, a6",
+            "or t0, t0, t1", "sw t0, 4(a0)", asm.line("p_sw_postinc_imm", rs2="t2", rs1="a0", imm_s=16)]
+    return ["    .section .text.odl_packk2, \"ax\"", "    .globl odl_packk2", "    .type odl_packk2, @function",
+            "    .balign 4", "odl_packk2:", "    .option push", "    .option norvc",
+            "    add a4, a1, a3", "    slli a3, a3, 1", "    li a5, 0xffff", "    lui a6, 0xffff0", "    beqz a2, 1f",
+            "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]\
+        + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_packk2, . - odl_packk2", ""]
+
+
 def kernels() -> str:
     """All generated assembly routines of the kernel library."""
-    return mm4x4() + "\n" + "\n".join(mm4x4_store()) + "\n" + "\n".join(pack4())
+    return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *mm4x4_run(False), *mm4x4_run(True), *packk2()])
 
 
 def mm4x4() -> str:

@@ -537,20 +537,26 @@ void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int 
 /* The transpose of S[kdim][rows] into 4-row panels (as odl_pack_cols), two columns of S at a time:
  * one word of two adjacent columns from each of two rows of S gives a panel word of each column. */
 void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) {
-  int k2 = (kdim + 1) / 2, lo, hi;
-  odl_chunk(blocks, &lo, &hi);
-  for (int b = lo; b < hi; b++) {
+  int k2 = (kdim + 1) / 2, nc = pi_cl_team_nb_cores(), b = pi_core_id();
+  /* Blocks dealt round-robin: neighbouring cores read neighbouring words of each row of S, in
+   * different TCDM banks. Contiguous ranges would put every core in the same bank whenever a range's
+   * width is a multiple of the bank stride. Whole word-aligned blocks of an even K take the short way. */
+  if (!((uintptr_t)src & 3) && !(pitch & 1) && !(kdim & 1)) {
+    int full = rows / 4 < blocks ? rows / 4 : blocks;
+    uint32_t kh = (uint32_t)(kdim / 2), pb = (uint32_t)pitch * 2;
+    for (; b < full; b += nc) {
+      odl_packk2(dst + b * k2 * 4, src + 4 * b, kh, pb);
+      odl_packk2(dst + b * k2 * 4 + 2, src + 4 * b + 2, kh, pb);
+    }
+  }
+  for (; b < blocks; b += nc) {
     uint32_t *d = dst + b * k2 * 4;
     for (int i = 0; i < 4; i += 2) {
       int r = 4 * b + i;
       if (r + 1 < rows && !((uintptr_t)(src + r) & 3) && !(pitch & 1)) {
         const uint32_t *s = (const uint32_t *)(src + r);
         int wp = pitch / 2;
-        for (int kk = 0; kk < kdim / 2; kk++) {
-          uint32_t w0 = s[2 * kk * wp], w1 = s[(2 * kk + 1) * wp];
-          d[kk * 4 + i] = (w0 & 0xffffu) | (w1 << 16);
-          d[kk * 4 + i + 1] = (w0 >> 16) | (w1 & 0xffff0000u);
-        }
+        odl_packk2(d + i, src + r, (uint32_t)(kdim / 2), (uint32_t)pitch * 2);
         if (kdim & 1) {
           uint32_t w0 = s[(kdim - 1) * wp];
           d[(k2 - 1) * 4 + i] = w0 & 0xffffu;
@@ -572,37 +578,54 @@ void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int 
   }
 }
 
-/* C = A.B^T (+ bias) as odl_matmul, each core walking its own 4x4 blocks (block b = id, id + cores, ...)
- * instead of scanning every block; partial blocks go through a 4x4 FP16 tile. */
-void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias) {
-  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id();
-  int bm = id / nb, bn = id % nb;
+/* C = A.B^T (+ bias) as odl_matmul. Each core takes a contiguous range of the 4x4 blocks in row-major
+ * order and runs each stretch of whole blocks of one block row with one call of the row micro-kernel;
+ * blocks cut by the edges of C go through a 4x4 FP32 tile. */
+static void odl_lib_block(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch,
+                          const float *bias, int bm, int bn) {
   float acc[16];
-  for (int b = id; b < mb * nb; b += nc) {
-    const uint32_t *a = ap + bm * k2 * 4, *bb = bp + bn * k2 * 4;
-    if (4 * bm + 3 < m && 4 * bn + 3 < n) {
-      odl_mm4x4_st(a, bb, (uint32_t)k2, c + 4 * bm * pitch + 4 * bn, (uint32_t)pitch * 2, bias ? bias + 4 * bn : odl_zero4);
-    } else {
-      odl_mm4x4(a, bb, (uint32_t)k2, acc);
-      for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
-        uint32_t *row = (uint32_t *)(c + (4 * bm + i) * pitch);
-        for (int j = 0; j < 4; j += 2) {
-          int col = 4 * bn + j;
-          if (col >= n) break;
-          float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
-          if (bias) {
-            v0 += bias[col];
-            if (col + 1 < n) v1 += bias[col + 1];
-          }
-          row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
-        }
+  odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
+  for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
+    uint32_t *row = (uint32_t *)(c + (4 * bm + i) * pitch);
+    for (int j = 0; j < 4; j += 2) {
+      int col = 4 * bn + j;
+      if (col >= n) break;
+      float v0 = acc[4 * i + j], v1 = col + 1 < n ? acc[4 * i + j + 1] : 0.0f;
+      if (bias) {
+        v0 += bias[col];
+        if (col + 1 < n) v1 += bias[col + 1];
+      }
+      row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
+    }
+  }
+}
+
+void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
+                    int m_pad) {
+  int mb = (m + 3) / 4, nb = (n + 3) / 4, lo, hi;
+  /* Block rows and columns the row micro-kernel may write whole: with m_pad, C has rows up to a
+   * multiple of 4 (the A panel's rows past m are zero, what lands there is never read); a column
+   * block fits when its 4 columns stay within the pitch. */
+  int full_m = m_pad ? mb : m / 4, full_n = 4 * nb <= pitch ? nb : n / 4;
+  odl_chunk(mb * nb, &lo, &hi);
+  for (int b = lo; b < hi;) {
+    int bm = b / nb, bn = b % nb;
+    int end = bm * nb + nb < hi ? bm * nb + nb : hi;   /* this block row's part of the range */
+    if (bm < full_m) {
+      int run_end = bm * nb + full_n < end ? bm * nb + full_n : end;
+      int cnt = run_end - b;
+      if (cnt > 0) {
+        f16 *cb = c + 4 * bm * pitch + 4 * bn;
+        const uint32_t *a = ap + bm * k2 * 4, *bb = bp + bn * k2 * 4;
+        if (bias)
+          odl_mm4x4_run_bias(a, bb, (uint32_t)k2, cb, (uint32_t)pitch * 2, (uint32_t)cnt, bias + 4 * bn);
+        else
+          odl_mm4x4_run(a, bb, (uint32_t)k2, cb, (uint32_t)pitch * 2, (uint32_t)cnt);
+        b += cnt;
+        bn += cnt;
       }
     }
-    bn += nc;
-    while (bn >= nb) {
-      bn -= nb;
-      bm++;
-    }
+    for (; b < end; b++, bn++) odl_lib_block(ap, bp, m, n, k2, c, pitch, bias, bm, bn);
   }
 }
 

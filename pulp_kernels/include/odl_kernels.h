@@ -21,6 +21,10 @@ typedef uint16_t f16;
 void odl_mm4x4(const uint32_t *ap, const uint32_t *bp, uint32_t k2, float *out);
 /* The same block written straight to FP16 rows of C (`pitch_bytes` apart) after adding 4 FP32 biases. */
 void odl_mm4x4_st(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, const float *bias4);
+void odl_mm4x4_run(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, uint32_t nblocks);
+void odl_mm4x4_run_bias(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes,
+                        uint32_t nblocks, const float *bias);
+void odl_packk2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 /* Pack 4 rows (`pitch_bytes` apart, k2 words each) into one panel: 2 instructions per word. */
 void odl_pack4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 static const float odl_zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
