@@ -5,6 +5,7 @@ headers. Generated files go to build/runtime/<platform>-<hash>/ and are rewritte
 content changes; nothing is generated into the source tree."""
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import jinja2
@@ -20,6 +21,7 @@ BUILD_DIR = ROOT / "build" / "runtime"
 SOURCES = ("crt0.S", "io.c", "libc.c", "perf.c", "alloc.c", "cluster.c", "hyperbus.c")
 
 
+@lru_cache(maxsize=None)
 def _env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(RUNTIME_DIR)), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True)
@@ -38,8 +40,23 @@ def template_values(plat: Platform) -> dict:
     }
 
 
+_PREPARED: dict[tuple, Path] = {}
+
+
 def prepare(plat: Platform) -> Path:
-    """Write the platform's generated runtime files; return their directory."""
+    """Write the platform's generated runtime files; return their directory. Once per process and
+    platform: a sweep builds hundreds of programs, and the headers depend only on the platform file,
+    platforms/devices/ and isa/, which do not change under a running command."""
+    key = (plat.name, plat.sha256)
+    out = _PREPARED.get(key)
+    if out is not None and (out / "pulp_isa.h").exists() and (out / "link.ld").exists():
+        return out
+    out = _prepare(plat)
+    _PREPARED[key] = out
+    return out
+
+
+def _prepare(plat: Platform) -> Path:
     out = BUILD_DIR / f"{plat.name}-{plat.sha256[:12]}"
     env = _env()
     vals = template_values(plat)
