@@ -496,6 +496,11 @@ def test_real_deployed_steps_end_to_end(tmp_path, capsys):
     assert (layers.groupby("layer_id").task_s.sum() / lat.set_index("layer_id").total_task_s).round(6).eq(1).all()
     meta = json.loads((results / "table2" / "meta.json").read_text())
     assert meta["deployment"] == "deployed" and meta["placements"] == ["fit"]
+    plans = pd.read_csv(results / "table2" / "plans.csv")
+    assert sorted(plans.layer_id.unique()) == [1, 2] and set(plans.home) <= {"l2", "hyperram", "flash"}
+    assert (plans.first_index <= plans.last_index).all() and plans.bytes.gt(0).all()
+    assert {"w:classifier", "dw:classifier", "xs:classifier"} <= set(plans[plans.layer_id == 2].tensor)
+    assert "plans.csv" in meta["files"]
     res = pipeline.run_experiment(str(path), results=results, progress=False)
     assert res.outcome.ran == 0
     from harness.experiments import report

@@ -99,7 +99,7 @@ class MemoryPlan:
             out.append({"tensor": name, "role": t.role if t else "scratch", "home": h.memory, "offset": h.offset,
                         "bytes": h.nbytes, "first": seq[h.first][0].name if 0 <= h.first < len(seq) else "",
                         "last": seq[h.last][0].name if 0 <= h.last < len(seq) else "",
-                        "scope": t.scope if t else ""})
+                        "first_index": h.first, "last_index": h.last, "scope": t.scope if t else ""})
         return out
 
 

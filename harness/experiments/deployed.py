@@ -157,6 +157,13 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
     return out
 
 
+def plan_rows(pt: DeployedPoint) -> list[dict]:
+    """plans.csv: every tensor of the point's memory plan, its home, bytes and lifetime."""
+    key = {"platform": pt.platform, "net": pt.net, "dataset": pt.dataset, "layer_id": pt.layer_id, "p": pt.p,
+           "placement": pt.placement}
+    return [{**key, **r} for r in pt.plan.rows()]
+
+
 def step_of(kind: str) -> str:
     """The training step a stage kind computes, in the kernels' names: mm_fw -> fw, dw_wg -> wg, the
     operator backwards (gap_bw, scale_bw) -> ig, sgd -> update, latents -> latents."""
@@ -191,4 +198,5 @@ def job_rows(jobs: dict, outcome) -> list[dict]:
     return out
 
 
-__all__ = ["DeployedPoint", "points", "complete", "latency_row", "layer_rows", "job_rows", "LATENCY_COLUMNS"]
+__all__ = ["DeployedPoint", "points", "complete", "latency_row", "layer_rows", "job_rows", "plan_rows",
+           "LATENCY_COLUMNS"]

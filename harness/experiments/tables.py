@@ -238,6 +238,7 @@ def write_results(plan: Plan, outcome: Outcome, outdir: Path) -> dict:
         frames["latency"] = pd.DataFrame([deployed.latency_row(pt, outcome.rows) for pt in pts],
                                          columns=deployed.LATENCY_COLUMNS)
         frames["layers"] = pd.DataFrame([r for pt in pts for r in deployed.layer_rows(pt, outcome.rows)])
+        frames["plans"] = pd.DataFrame([r for pt in pts for r in deployed.plan_rows(pt)])
     else:
         frames = {"kernels": pd.DataFrame(kernel_rows(plan, outcome))}
     if plan.points and not _deployed(plan.points[0]):
