@@ -95,9 +95,9 @@ class Program:
         return "\n".join(f"// {name}\n{text}" for name, text in sorted(self.files.items()))
 
 
-def _assemble(title: str, codes: list[StageCode], body: list[str]) -> Program:
+def _assemble(title: str, codes: list[StageCode], body: list[str], head_title: str | None = None) -> Program:
     protos = "\n".join(f"void {sc.fn}(int chunk);" for sc in codes)
-    out = [HEAD.format(title=title, n=len(codes), protos=protos)]
+    out = [HEAD.format(title=head_title or title, n=len(codes), protos=protos)]
     out.append("static void odl_cluster(void *arg) {\n  (void)arg;")
     out += body
     out.append("}")
@@ -112,8 +112,9 @@ def stage_program(gen: Gen, stage: Stage, variant: str = "") -> Program:
     """One stage on its own: chunk 0, or chunk 1 for the variant that adds to the accumulators."""
     code = gen.render(stage, "st0", variant)
     chunk = 1 if variant == "acc" else 0
+    # main.c names no stage: it is the same file for every stage program of a chunk, compiled once
     return _assemble(f"stage {stage.name}{' (' + variant + ')' if variant else ''}", [code],
-                     [f"  odl_timed(0, st0, {chunk});"])
+                     [f"  odl_timed(0, st0, {chunk});"], head_title=f"one stage on its own, chunk {chunk}")
 
 
 def variants(step: Step, stage: Stage) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -283,15 +284,32 @@ def _source_hash(c: str) -> str:
     return h.hexdigest()
 
 
+SHARED_SOURCES = ROOT / "build" / "deploy"
+
+
+def _shared(name: str, text: str) -> Path:
+    """A source many programs share (the micro-kernels, a stage program's main.c), under a name made
+    of its content: the toolchain compiles it once and links the object into each program."""
+    stem, ext = name.rsplit(".", 1)
+    path = SHARED_SOURCES / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.{ext}"
+    if not path.exists():
+        SHARED_SOURCES.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=SHARED_SOURCES, suffix=f".{ext}.tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)   # concurrent builds write the same bytes
+    return path
+
+
 def build(prog: progmod.Program, plat, workdir: Path) -> Path:
     srcs = []
     for name, text in prog.files.items():
-        (workdir / name).write_text(text)
-        srcs.append(workdir / name)
-    s = workdir / "kernels.S"
-    s.write_text(asm_kernels())
-    return toolchain.build(srcs + [s], workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=[LIBRARY])
+        (workdir / name).write_text(text)    # kept beside the ELF for reading
+        if name != "main.c":
+            srcs.append(workdir / name)
+    libs = [LIBRARY, _shared("kernels.S", asm_kernels()), _shared("main.c", prog.files["main.c"])]
+    return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
+                           libraries=libs)
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
