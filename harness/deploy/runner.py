@@ -328,11 +328,29 @@ def _check_space(elf: elfmod.Program, plan: MemoryPlan, prog: progmod.Program, w
         raise UserError(f"{what}: does not fit: its tiles need {prog.l1_bytes} bytes of L1 and the program leaves {l1}")
 
 
+def _check_external(plan: MemoryPlan, nbytes: dict, what: str) -> None:
+    """The tensors a program reads or writes in HyperRAM or flash lie within those memories: a stage
+    whose own tensors exceed them cannot run on the platform (batch-wide stored activations of a
+    large map can), which is a property of the point, reported as such."""
+    for n, size in nbytes.items():
+        h = plan.home(n)
+        if h.memory == "l2":
+            continue
+        cap = plan.platform.memory(h.memory).size
+        if h.offset + size > cap:
+            raise UserError(f"{what}: does not fit: its tensors need {h.offset + size:,} bytes of {h.memory} "
+                            f"({n} ends there) and platform {plan.platform.name} has {cap:,}")
+
+
 def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
             what: str) -> tuple[dict, dict]:
     """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes})."""
     step = plan.step
     plat = plan.platform
+    images = {n: image(step, n, env.a[n]) for n in inputs}
+    sizes = {n: step.tensors[n].nbytes(step) if step.tensors[n].scope != "none"
+             else step.tensors[n].rows * step.tensors[n].pitch * 2 for n in outputs}
+    _check_external(plan, {**sizes, **{n: len(b) for n, b in images.items()}}, what)
     with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
         elf_path = build(prog, plat, Path(tmp))
         elf = elfmod.load(elf_path)
@@ -340,12 +358,11 @@ def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[
         pre = []
         for n in inputs:
             w = _where(elf, plan, n)
-            data = image(step, n, env.a[n])
+            data = images[n]
             pre.append((w[0], w[1], data) if isinstance(w, tuple) else (w, data))
         reads = {}
         for n in outputs:
-            t = step.tensors[n]
-            nbytes = t.nbytes(step) if t.scope != "none" else t.rows * t.pitch * 2
+            nbytes = sizes[n]
             w = _where(elf, plan, n)
             reads[n] = (w[0], w[1], nbytes) if isinstance(w, tuple) else (w, nbytes)
         res = embedded.run(elf_path, plat, read=reads, preload=pre)
