@@ -106,7 +106,13 @@ def test_per_chunk_tensors_reuse_bytes_across_chunks():
     life = memplan.lifetimes(step)
     assert len(life["act:B8.expand"]) == 2       # alive once in each of the 2 tail chunks
     assert len(life["act:stem.pw"]) == 3         # ... and in each of the 3 frozen chunks
-    assert len(life["xs:B8.expand"]) == 1        # stored for the whole batch
+    # each chunk goes forward and straight back: what its backward reads is stored for that chunk only
+    xs = life["xs:B8.expand"]
+    assert len(xs) == 2 and xs[0][1] < xs[1][0]
+    seq = [(st.name, c) for st, c in step.sequence()]
+    assert seq.index(("B8.expand.wg", 0)) < seq.index(("B8.expand.fw", 1))
+    whole = _step("phinet", "cifar10", 2, n_f=4, n_t=16)
+    assert step.tensors["xs:B8.expand"].nbytes(step) * 2 == whole.tensors["xs:B8.expand"].nbytes(whole)
 
 
 def test_method_placement_and_spill_order():
@@ -236,10 +242,14 @@ def test_batching_loads_each_weight_tile_once():
 # ---------------------------------------------------------------- whole steps
 
 @needs_clang
-@pytest.mark.parametrize("net,layer_id", [("phinet", 2), ("mobilenetv2", 4)])
-def test_whole_training_step_is_one_checked_program(net, layer_id):
+@pytest.mark.parametrize("net,layer_id,chunks", [("phinet", 2, ()), ("mobilenetv2", 4, ()), ("phinet", 2, (4, 8))])
+def test_whole_training_step_is_one_checked_program(net, layer_id, chunks):
+    """(4, 8): three frozen chunks, and two tail chunks that each go forward and back, the second adding
+    to the weight-gradient accumulators the first wrote."""
     from harness.commands.deploy import compare
-    doc = compare(runner.Point(net, "cifar10", layer_id, 0.7, "paper"), progress=False)
+    doc = compare(runner.Point(net, "cifar10", layer_id, 0.7, "paper", chunks=chunks), progress=False)
+    if chunks:
+        assert (doc["chunk_frozen"], doc["chunk_tail"]) == chunks
     assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
     assert len(doc["checks"]) >= 20
     assert abs(doc["difference"]) <= 0.03, doc["phases"]

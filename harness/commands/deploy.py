@@ -13,7 +13,7 @@ from harness import paths, validate
 from harness.commands.layers import add_net_arguments, console
 from harness.commands.memory import _check_p
 from harness.deploy import task as taskmod
-from harness.deploy.runner import Point, run_step, stage_jobs
+from harness.deploy.runner import Point, plan_of, run_step, stage_jobs
 from harness.errors import UserError
 from harness.experiments import cache as cachemod, execute
 from harness.platform import DEFAULT_PLATFORM
@@ -32,6 +32,10 @@ def add_arguments(p) -> None:
     p.add_argument("--platform", default=DEFAULT_PLATFORM, help=f"platform (default: {DEFAULT_PLATFORM})")
     p.add_argument("--placement", choices=("fit", "method"), default="fit",
                    help="L2 wherever it fits (default) or method.md's placement")
+    p.add_argument("--chunk-frozen", type=validate.int_arg(1, None), metavar="N",
+                   help="new samples per frozen-forward chunk (default: the largest whose activations fit L2)")
+    p.add_argument("--chunk-tail", type=validate.int_arg(1, None), metavar="N",
+                   help="samples per chunk of the trained layers (default: the largest that fits L2)")
     p.add_argument("--jobs", type=validate.jobs_arg(),
                    help="parallel stage programs for the composition (default: host cores)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
@@ -71,8 +75,13 @@ def run(args) -> int:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))
                              if v is not None))
+    chunks = ()
+    if args.chunk_frozen is not None or args.chunk_tail is not None:
+        auto = plan_of(Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
+                             args.placement, overrides)).step
+        chunks = (args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t)
     pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
-               overrides)
+               overrides, chunks=chunks)
     doc = compare(pt, args.jobs, progress=not args.json)
     if args.json:
         json.dump(doc, sys.stdout, indent=1)

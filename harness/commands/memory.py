@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from rich.table import Table
 
@@ -43,6 +43,10 @@ def add_arguments(parser) -> None:
                              "L2 peak, the chunk sizes and what runs fused")
     parser.add_argument("--placement", choices=("fit", "method"), default="fit",
                         help="with --plan: L2 wherever it fits (default) or method.md's placement")
+    parser.add_argument("--chunk-frozen", type=validate.int_arg(1, None), metavar="N",
+                        help="with --plan: new samples per frozen-forward chunk (default: the largest that fits L2)")
+    parser.add_argument("--chunk-tail", type=validate.int_arg(1, None), metavar="N",
+                        help="with --plan: samples per chunk of the trained layers (default: the largest that fits)")
 
 
 def _check_p(p: float) -> None:
@@ -112,8 +116,12 @@ def plan_report(args) -> dict:
                              if v is not None))
     cl = tuple(sorted((k, v) for k, v in (("batch", args.batch), ("replays", args.replays),
                                            ("new_per_task", args.new_per_task)) if v is not None))
-    plan = plan_of(Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
-                         args.placement, overrides, cl))
+    pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
+               overrides, cl)
+    if args.chunk_frozen is not None or args.chunk_tail is not None:
+        auto = plan_of(pt).step
+        pt = replace(pt, chunks=(args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t))
+    plan = plan_of(pt)
     step = plan.step
     rows = plan.rows()
     return {"network": net.name, "dataset": args.dataset, "cut": step.cut.label, "p": args.p,

@@ -124,9 +124,10 @@ class Step:
         for c in range(self.chunks_f):
             seq += [(s, c) for s in self.stages if s.phase == "frozen"]
         seq += [(s, 0) for s in self.stages if s.phase == "latents"]
+        # each chunk of the batch goes forward and straight back (its weight gradients add to the
+        # accumulators), so what the backward needs is kept for one chunk, not for the whole batch
         for c in range(self.chunks_t):
             seq += [(s, c) for s in self.stages if s.phase == "fw"]
-        for c in range(self.chunks_t):
             seq += [(s, c) for s in self.stages if s.phase == "bw"]
         seq += [(s, 0) for s in self.stages if s.phase == "update"]
         return seq
@@ -258,21 +259,21 @@ class _Walk:
             outs["y"] = self.act(y_tensor, scope)
         if trained:
             xs_rows = lay.h_in * lay.w_in
-            outs["xs"] = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "batch", lay.name)
+            outs["xs"] = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "chunk_t", lay.name)
             if lay.act_after in ("hswish", "sigmoid", "relu6"):
                 how = "pre" if lay.act_after == "hswish" else "post"
-                st = self.tensor(f"stash:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "batch", lay.name)
+                st = self.tensor(f"stash:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "chunk_t", lay.name)
                 outs["stash"] = st
                 self.stash[lay.name] = (st, how)
                 fused.append(f"stash of the {'pre' if how == 'pre' else 'post'}-activation ({k_out} channels)")
             scale = [c for c in cons if c.kind == "se_scale" and _canon(self.alias, c.inputs[0]) == lay.output]
             if scale:
-                sx = self.tensor(f"sx:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "batch", lay.name)
+                sx = self.tensor(f"sx:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "chunk_t", lay.name)
                 outs["sx"] = sx
                 self.se_x[scale[0].name] = sx
                 fused.append(f"stash of the squeeze-excite input ({k_out} channels)")
             if is_classifier:
-                outs["dz"] = self.tensor("grad:logits", "grad", lay.c_out, 1, "batch")
+                outs["dz"] = self.tensor("grad:logits", "grad", lay.c_out, 1, "chunk_t")
                 outs["loss"] = self.tensor("loss", "loss", 1, 1, "batch")
                 ins["label"] = self.tensor("label", "label", 1, 1, "batch")
                 fused.append("cross-entropy loss and its gradient")

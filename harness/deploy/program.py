@@ -155,10 +155,8 @@ def step_program(gen: Gen, step: Step) -> Program:
         body += calls("frozen", "c")
         body.append("  }")
     body += [ln.replace("    ", "  ", 1) for ln in calls("latents", "0")]
-    body.append(f"  for (int c = 0; c < {step.chunks_t}; c++) {{")
+    body.append(f"  for (int c = 0; c < {step.chunks_t}; c++) {{")   # each chunk forward, then back
     body += calls("fw", "c")
-    body.append("  }")
-    body.append(f"  for (int c = 0; c < {step.chunks_t}; c++) {{")
     body += calls("bw", "c")
     body.append("  }")
     body += [ln.replace("    ", "  ", 1) for ln in calls("update", "0")]

@@ -56,6 +56,7 @@ class Point:
     placement: str = "fit"
     network: tuple = ()          # builder keyword arguments (sorted items)
     cl: tuple = ()               # CL parameter overrides (sorted items)
+    chunks: tuple = ()           # (frozen, tail) samples per chunk instead of the largest that fit
 
 
 @lru_cache(maxsize=64)
@@ -64,6 +65,12 @@ def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> Memory
     cut = cut_at_layer_id(net, pt.layer_id)
     params = cl_params(pt.dataset, **dict(pt.cl))
     plat = platmod.load(pt.platform)
+    if n_f is None and pt.chunks:
+        n_f, n_t = pt.chunks
+        for what, n, of in (("frozen", n_f, params.batch_new), ("tail", n_t, params.batch)):
+            if n < 1 or of % n:
+                divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
+                raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
     if n_f is None:
         return choose_step(cut, pt.p, params, plat, pt.placement)
     return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t), plat, pt.placement)
