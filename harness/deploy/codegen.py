@@ -370,13 +370,17 @@ class Gen:
                     if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):
                         continue
                     mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
-                    compute = mt * nt * kt * (-(-(-(-tm // 4) * -(-tn // 4)) // self.cores) * (30 + 12 * cp(tk)))
+                    # a block of a slice: 12 cycles a reduction pair, plus the call and the FP32
+                    # accumulation of its 16 sums (about 90 cycles), paid again in every slice
+                    # (the last slice holds what is left of the reduction, not a whole tk)
+                    blocks = -(-(-(-tm // 4) * -(-tn // 4)) // self.cores)
+                    compute = mt * nt * blocks * (90 * kt + 12 * (kdim + kt))
                     # every slice of A and of W moves per (m, n, k) tile; external tensors move whole rows
-                    a_b = mt * nt * kt * tm * (t.a.pitch if t.a.ext else cp(tk)) * 2
+                    a_b = mt * nt * tm * (kt * t.a.pitch if t.a.ext else kdim + kt) * 2
                     if fw:
-                        w_b = mt * nt * kt * tn * (t.w.pitch if t.w.ext else cp(tk)) * 2
+                        w_b = mt * nt * tn * (kt * t.w.pitch if t.w.ext else kdim + kt) * 2
                     else:
-                        w_b = mt * nt * kt * tk * (t.w.pitch if t.w.ext else cp(tn)) * 2
+                        w_b = mt * nt * kdim * (t.w.pitch if t.w.ext else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
                     cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is None or cost < best[0]:
