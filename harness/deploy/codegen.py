@@ -25,7 +25,6 @@ TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
-L2_BYTES_PER_CYCLE = 8      # cluster DMA (platform dma.bytes_per_cycle is the same on both platforms)
 
 
 @lru_cache(maxsize=None)
@@ -75,6 +74,7 @@ class Gen:
         self.plan, self.plat, self.step = plan, plat, plan.step
         self.budget = kplan.l1_budget(plat)
         self.cores = plat.cluster["cores"]
+        self.l2_bw = plat.dma["bytes_per_cycle"]       # cluster DMA, L2 <-> L1
 
     # -- addressing --------------------------------------------------------------------------
     def samples(self, stage: Stage) -> int:
@@ -89,8 +89,9 @@ class Gen:
             sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u"
         else:
             sl = "0, 0, 0"
+        bw = self.l2_bw if h.memory == "l2" else 1 / self.plat.memory(h.memory).fields["read_cycles_per_byte"]
         return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
-                   bw=L2_BYTES_PER_CYCLE if h.memory == "l2" else 1)
+                   bw=bw)
 
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt"}
 
@@ -426,12 +427,13 @@ class Gen:
             compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
             a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
             b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
-            l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / L2_BYTES_PER_CYCLE
+            l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
             # an external tensor moves whole rows whatever columns a tile wants
-            ext_b = (a_loads * tk * t.a.pitch * 2 if t.a.ext else 0) + (b_loads * tk * t.xs.pitch * 2 if t.xs.ext else 0)
-            ext_b += a_loads * tk * t.Stash.pitch * 2 if t.Stash and t.Stash.ext else 0
-            ext_b += 2 * m * t.dw.pitch * 2 if t.dw.ext else 0
-            return compute + l2 + ext_b + mt * nt * (kt * 3 + 2) * FORK_CYCLES
+            ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.ext else 0) \
+                + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.ext else 0)
+            ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext else 0
+            ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.ext else 0
+            return compute + l2 + ext_cyc + mt * nt * (kt * 3 + 2) * FORK_CYCLES
 
         best = None
         for tk in _cands(p, 2):
@@ -556,11 +558,11 @@ class Gen:
             tiles = blocks * -(-ns // ts) * -(-band_rows // tr)
             rin, _, rx = rows_of(ts, tr)
             # an external input moves whole rows for each channel block; halo rows move once per band
-            ext_bytes = tiles * (rin * (t["in"].pitch * 2 if t["in"].ext else 0)
-                                 + (rin * t.Stash.pitch * 2 if t.Stash and t.Stash.ext and step != "fw" else 0)
-                                 + (rx * t.Xs.pitch * 2 if t.Xs and t.Xs.ext and step == "wg" else 0))
+            ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].ext else 0)
+                                  + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext and step != "fw" else 0)
+                                  + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.ext and step == "wg" else 0))
             l2_bytes = tiles * (rin + rx) * cp(tc) * 2
-            return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_bytes + l2_bytes / L2_BYTES_PER_CYCLE
+            return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_cycles + l2_bytes / self.l2_bw
 
         best = None
         for tc in _cands(c, 2):

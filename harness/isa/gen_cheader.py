@@ -1,4 +1,5 @@
-"""Generate pulp_kernels/include/pulp_isa.h: the PULP instructions as `.insn` for clang.
+"""Generate pulp_isa.h (harness/runtime.py writes it per platform under build/runtime/): the PULP
+instructions as `.insn` for clang.
 
 Clang knows nothing of the PULP extensions, so every PULP instruction is emitted with the
 assembler's `.insn` directive, in the R, I, S or B layout that covers its operand fields. For each
