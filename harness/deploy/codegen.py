@@ -95,20 +95,34 @@ class Gen:
 
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt"}
 
-    def streams(self, stage: Stage, names: dict) -> tuple[_NS, int]:
+    def streams(self, stage: Stage, names: dict, need: dict | None = None) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
         slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
-        one (loads larger than a slab move in pieces). Returns (contexts, bytes of a storing stream's slab)."""
+        one (loads larger than a slab move in pieces). With `need` (store name -> bytes its smallest tile
+        puts), the stores get exactly that and the loads share the rest; None when that does not fit.
+        Returns (contexts, bytes of the smallest storing stream's slab); each context's `sb` is its own."""
         ext = [k for k, t in names.items() if self.plan.home(t).memory != "l2"]
         weight = {k: 3 if k in self.PUTS and not (k == "Stash" and stage.kind.endswith(("_wg", "_ig"))) else 1
                   for k in ext}
-        unit = scratch_bytes(self.plat) // max(1, 2 * sum(weight.values())) // 16 * 16
+        half = scratch_bytes(self.plat) // 2
+        if need is None:
+            unit = half // max(1, sum(weight.values())) // 16 * 16
+            sizes = {k: w * unit for k, w in weight.items()}
+        else:
+            sizes = {k: (need[k] + 15) // 16 * 16 for k in ext if k in need}
+            loads = [k for k in ext if k not in need]
+            rest = half - sum(sizes.values())
+            if rest < 16 * len(loads):
+                return None
+            sizes.update({k: rest // max(1, len(loads)) // 16 * 16 for k in loads})
         out, at = _NS(), self.plan.scratch
         for k, t in names.items():
-            size = weight.get(k, 0) * unit
+            size = sizes.get(k, 0)
             out[k] = self.stream(stage, t, at, size)
+            out[k]["sb"] = size
             at += 2 * size
-        return out, 3 * unit if any(w == 3 for w in weight.values()) else unit
+        stores = [sizes[k] for k in ext if weight[k] == 3]
+        return out, min(stores) if stores else min(sizes.values(), default=0)
 
     def fail(self, stage: Stage, what: str):
         raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
@@ -210,8 +224,11 @@ class Gen:
         puts = ("Y", "Xs", "Dz", "Loss") + (("Stash", "Sx") if fw else ())
 
         def slab_ok(tm, tn):
-            # loads take as many slab-fulls as they need; a store's rows must fit one slab
-            return all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext) and \
+            # loads take as many slab-fulls as they need; a store's rows must fit one slab, unless the
+            # store writes whole rows (one column tile), which then leave a slab-full at a time
+            whole = {"Y", "Stash", "Sx", "Dz"} if tn >= n else set()
+            return all(tm * t[k].pitch * 2 <= slab or (k in whole and t[k].pitch * 2 <= slab)
+                       for k in puts if k in ext) and \
                 ("Pool" not in ext or ns * t.Pool.pitch * 2 <= slab)
 
         def cost(tm, tn):
@@ -241,8 +258,8 @@ class Gen:
             if ce and tn != n:
                 continue
             for tm in _cands(m, 4):
-                if pool and tm < m and tm % rows_ps:
-                    continue   # a tile of the fused pool holds whole samples
+                if pool and tm < m and tm % rows_ps and rows_ps % tm:
+                    continue   # a tile of the fused pool holds whole samples, or a whole fraction of one
                 if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
                     continue
                 c = cost(tm, tn)
@@ -364,7 +381,7 @@ class Gen:
                 if ce and tn != n:
                     continue
                 for tm in _cands(m, 4):
-                    if pool and tm < m and tm % rows_ps:
+                    if pool and tm < m and tm % rows_ps and rows_ps % tm:
                         continue
                     if mem(tm, tn, tk) > self.budget:
                         continue
@@ -546,12 +563,18 @@ class Gen:
                 b += 2 * rx * pc * 2 + 4 * (kk + 1) * cpc + (kk + 1) * cpc * 2
             return b + 16 * 16
 
-        def slab_ok(tc, ts, tr):
+        def store_rows(tc, ts, tr):
             rin, rout, rx = rows_of(ts, tr)
             xs_rows = (ts * hwi if tr == band_rows else (tr * st_ + max(0, h - ho * st_)) * w)
             rows = {"Y": rout, "Sx": rout, "Stash": rout if step == "fw" else 0, "Xs": xs_rows if step == "fw" else 0,
                     "Dx": rout if step == "ig" else 0, "Dw": kk, "Db": 1, "Pool": ns}
-            return all(rows.get(kk_, 0) * t[kk_].pitch * 2 <= slab for kk_ in ext)
+            return {k_: r for k_, r in rows.items() if k_ in ext and r}
+
+        def slab_ok(tc, ts, tr):
+            # with one channel block a store writes whole rows, which leave a slab-full at a time
+            whole = {"Y", "Sx", "Stash", "Xs", "Dx"} if tc >= c else set()
+            return all(r * t[k_].pitch * 2 <= t[k_].sb or (k_ in whole and t[k_].pitch * 2 <= t[k_].sb)
+                       for k_, r in store_rows(tc, ts, tr).items())
 
         def cost(tc, ts, tr):
             blocks = -(-c // tc)
@@ -564,14 +587,27 @@ class Gen:
             l2_bytes = tiles * (rin + rx) * cp(tc) * 2
             return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_cycles + l2_bytes / self.l2_bw
 
-        best = None
-        for tc in _cands(c, 2):
-            opts = [(ts, band_rows) for ts in range(ns, 0, -1)] + [(1, tr) for tr in range(band_rows - 1, 0, -1)]
-            for ts, tr in opts:
-                if mem(tc, ts, tr) <= self.budget and slab_ok(tc, ts, tr):
-                    cst = cost(tc, ts, tr)
-                    if best is None or cst < best[0]:
-                        best = (cst, tc, ts, tr)
+        def search():
+            best = None
+            for tc in _cands(c, 2):
+                opts = [(ts, band_rows) for ts in range(ns, 0, -1)] + [(1, tr) for tr in range(band_rows - 1, 0, -1)]
+                for ts, tr in opts:
+                    if mem(tc, ts, tr) <= self.budget and slab_ok(tc, ts, tr):
+                        cst = cost(tc, ts, tr)
+                        if best is None or cst < best[0]:
+                            best = (cst, tc, ts, tr)
+            return best
+
+        best = search()
+        if best is None and ext:
+            # wide maps with several external stores: slabs sized to what the smallest tile (a channel
+            # pair, one sample, one row) puts, the loads sharing what is left
+            need = {k_: r * t[k_].pitch * 2 for k_, r in store_rows(2, 1, 1).items()}
+            sized = self.streams(st, names, need)
+            if sized is not None:
+                t, slab = sized
+                t["in"], t["w"] = t.pop("In"), t.pop("W")
+                best = search()
         if best is None:
             self.fail(st, f"no channel pair of a row of the {h}x{w} map")
         _, tc, ts, tr = best
@@ -699,34 +735,47 @@ class Gen:
                 names["Sto"] = st.ins["stash_out"]
         t, slab = self.streams(st, names)
         per_row = cp(c) * 2 * (2 if kind == "scale_bw" or (kind == "gap_bw" and "Sto" in t) else 1)
-        fixed = ns * cp(c) * 2 + (4 * ns * c + ns * cp(c) * 2 if kind == "scale_bw" else 0) + 8 * 16
-        if kind == "scale_bw" and "Sto" in t:
-            fixed += ns * cp(c) * 2
-        ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx", "Ds")] + [0]) * 2
-        tr = next((r for r in _cands(rows, 1) if fixed + r * per_row <= self.budget
-                   and r * ext_pitch <= slab), None)
+
+        def fixed(ts):
+            """L1 of the per-sample vectors of a group of ts samples (the gate, its gradient and stash)."""
+            b = ts * cp(c) * 2 + (4 * ts * c + ts * cp(c) * 2 if kind == "scale_bw" else 0) + 8 * 16
+            return b + (ts * cp(c) * 2 if kind == "scale_bw" and "Sto" in t else 0)
+        ext_pitch = max([v.pitch for k, v in t.items() if v.ext and k in ("Y", "Dx")] + [0]) * 2
+        ds_pitch = t.Ds.pitch * 2 if t.Ds and t.Ds.ext else 0
+        # the largest group of samples whose vectors leave room for a tile of rows (wide gates of many
+        # samples do not fit a small L1 at once); within a group, the largest tile of rows
+        ts = tr = None
+        for g in range(ns, 0, -1):
+            if g * ds_pitch > slab:
+                continue
+            tr = next((r for r in _cands(g * hw, 1) if fixed(g) + r * per_row <= self.budget
+                       and r * ext_pitch <= slab), None)
+            if tr is not None:
+                ts = g
+                break
         if tr is None:
             self.fail(st, f"one row of {c} channels")
         lay = L1()
         if kind == "gap_bw":
-            lay.add("g", ns * cp(c) * 2)
+            lay.add("g", ts * cp(c) * 2)
             lay.add("y", tr * cp(c) * 2)
             if "Sto" in t:
                 lay.add("sto", tr * cp(c) * 2)
         elif kind == "scale_fw":
-            lay.add("s", ns * cp(c) * 2)
+            lay.add("s", ts * cp(c) * 2)
             lay.add("x", tr * cp(c) * 2)
         else:
-            lay.add("s", ns * cp(c) * 2)
+            lay.add("s", ts * cp(c) * 2)
             lay.add("dy", tr * cp(c) * 2)
             lay.add("x", tr * cp(c) * 2)
-            lay.add("acc", 4 * ns * c)
-            lay.add("ds", ns * cp(c) * 2)
+            lay.add("acc", 4 * ts * c)
+            lay.add("ds", ts * cp(c) * 2)
             if "Sto" in t:
-                lay.add("sto", ns * cp(c) * 2)
-        return _NS(title=f"{st.name}: {kind}, {ns} samples x {hw} pixels x {c} channels", fn=fn, buf=lay.bufs,
-                   l1=lay.off, kind=kind, c=c, cp=cp(c), hw=hw, rows=rows, tr=tr, samples=ns, t=t, streams=list(t),
-                   acc="Acc" in t, act_out=ACT[st.attrs.get("act_out") or "none"])
+                lay.add("sto", ts * cp(c) * 2)
+        return _NS(title=f"{st.name}: {kind}, {ns} samples x {hw} pixels x {c} channels"
+                         + (f", groups of {ts} samples" if ts < ns else ""), fn=fn, buf=lay.bufs,
+                   l1=lay.off, kind=kind, c=c, cp=cp(c), hw=hw, rows=rows, tr=tr, ts=ts, samples=ns, t=t,
+                   streams=list(t), acc="Acc" in t, act_out=ACT[st.attrs.get("act_out") or "none"])
 
     def sgd(self, st: Stage, fn: str) -> _NS:
         a = st.attrs

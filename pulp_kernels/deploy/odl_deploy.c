@@ -65,6 +65,19 @@ void odl_put(odl_xfer_t *x, odl_stream_t *s, uint32_t row0, uint32_t nrows, uint
     odl_dma_rows(&x->dma, s->addr + row0 * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride, PI_CL_DMA_DIR_LOC2EXT);
     return;
   }
+  /* whole rows, more than a slab holds: all but the last slab-full leave now, one slab after the other */
+  uint32_t per = s->slab_bytes / stride;
+  if (per == 0) per = 1;
+  if (flush && col0 == 0 && rb >= stride && row0 == slab_row0 && nrows == slab_rows) {
+    while (nrows > per) {
+      odl_put(x, s, row0, per, 0, ncols, l1, row0, per, 1);
+      row0 += per;
+      nrows -= per;
+      l1 = (const void *)((uint32_t)l1 + per * rb);
+    }
+    slab_row0 = row0;
+    slab_rows = nrows;
+  }
   int k = s->cur;
   odl_wait_slab(s, k);   /* the slab's previous rows have left */
   uint32_t slab = s->slab[k];
