@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import paths, procs, runtime
+from harness import ROOT, hosttime, paths, procs, runtime
 from harness.errors import UserError
 from harness.platform import Platform
 
@@ -87,10 +88,22 @@ def flags(tc: Toolchain, plat: Platform, opt: str) -> list[str]:
     return arch + [f"-O{opt}"] + COMMON_CFLAGS
 
 
+ELF_CACHE = ROOT / "build" / "elf"
+
+
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
-          include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None) -> Path:
+          include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
+          cache: bool = False) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
-    like the runtime, are compiled once per compiler, flags and platform and linked in."""
+    like the runtime, are compiled once per compiler, flags and platform and linked in. With `cache`,
+    an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
+    copied instead of built again (build/elf/, named by all of those): a sweep rerun after a change
+    of the simulator alone simulates without compiling."""
+    with hosttime.phase("compile"):
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache)
+
+
+def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache) -> Path:
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -115,9 +128,21 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     with paths.user_path(output.parent, "output directory"):
         output.parent.mkdir(parents=True, exist_ok=True)
     objs = _runtime_objects(tc, common, gen)
+    headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
     if libraries:
-        headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
         objs += _cached_objects(tc, common, gen, [Path(x) for x in libraries], headers)
+    cached = None
+    if cache:
+        h = hashlib.sha256(("\0".join(common) + tc.version).encode())
+        for part in [*(o.name for o in objs), *(_content(p) for p in srcs), *(p.read_bytes() for p in headers),
+                     (gen / "link.ld").read_bytes(), (gen / "pulp_isa.h").read_bytes()]:
+            h.update(part if isinstance(part, bytes) else part.encode())
+            h.update(b"\0")
+        cached = ELF_CACHE / f"{h.hexdigest()[:24]}.elf"
+        if cached.exists():
+            shutil.copyfile(cached, output)
+            hosttime.count("elf_cached")
+            return output
     cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
     cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
     proc = procs.run(cmd)
@@ -125,7 +150,27 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
         lines = proc.stderr.strip().splitlines()
         first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
         raise BuildError(proc.stderr, first)
+    hosttime.count("elf_built")
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".elf.tmp")
+        os.close(fd)
+        shutil.copyfile(output, tmp)
+        os.replace(tmp, cached)   # concurrent builds of the same program write the same bytes
     return output
+
+
+_INCBIN = re.compile(rb'\.incbin\s+"([^"]+)"')
+
+
+def _content(src: Path) -> bytes:
+    """What a source builds from, wherever it lies: its text without its own directory's path, and the
+    bytes of the files it includes with .incbin (a kernel's test data, written beside it)."""
+    text = src.read_bytes()
+    out = [text.replace(str(src.parent).encode(), b"<dir>")]
+    for m in _INCBIN.finditer(text):
+        out.append(Path(m.group(1).decode()).read_bytes())
+    return b"\0".join(out)
 
 
 def _runtime_objects(tc: Toolchain, common: list, gen: Path) -> list[Path]:

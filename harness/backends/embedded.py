@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from harness import elf as elfmod
+from harness import hosttime
 from harness.errors import UserError
 from harness.platform import Platform
 from harness.validate import UINT64_MAX
@@ -48,6 +49,11 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
     `read` maps names to (address, bytes), or (external memory, offset, bytes), to fetch after the run
     (result["memory"]); `preload` lists (address, data) or (external memory, offset, data) to place
     before the program starts ("hyperram" or "flash": contents the program finds there)."""
+    with hosttime.phase("simulate"):
+        return _run(elf_path, platform, max_cycles, trace, read, preload)
+
+
+def _run(elf_path, platform: Platform, max_cycles, trace, read, preload) -> dict:
     sim = simulator()
     limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= UINT64_MAX:

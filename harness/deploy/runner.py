@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, toolchain
+from harness import ROOT, hosttime, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
@@ -91,11 +91,17 @@ def stage_tensors(step: Step, st: Stage, variant: str) -> tuple[list[str], list[
 
 
 def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
-    """The stage's tensors with the homes of `plan`, L2 ones packed from offset 0 in name order, the
-    slabs after them: a program that depends on the stage alone."""
+    """The stage's tensors with the homes of `plan`, L2 ones packed from offset 0 in the order of the
+    stage's slots (what content() describes them by, so that stages of the same content get the same
+    addresses whatever their tensors are called), the slabs after them: a program that depends on the
+    stage alone."""
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
-    names = sorted(set(ins) | set(outs))
+    slot = {}
+    for side, slots in (("in", st.ins), ("out", st.outs)):
+        for k, t in sorted(slots.items()):
+            slot.setdefault(t, f"{side}:{k}")
+    names = sorted(set(ins) | set(outs), key=lambda n: slot.get(n, n))
     local = MemoryPlan(step, plan.placement, plan.platform, budget=plan.budget)
     off = 0
     ext = {"hyperram": 0, "flash": 0}
@@ -104,7 +110,7 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
         nbytes = lat.sample_bytes * step.params.batch_new
         local.homes["<new_latents>"] = Home("<new_latents>", "flash", 0, nbytes, 0, 0)
         ext["flash"] = (nbytes + 15) // 16 * 16
-    for n in sorted(names, key=lambda n: (step.tensors[n].role == "replay", n)):
+    for n in sorted(names, key=lambda n: (step.tensors[n].role == "replay", slot.get(n, n))):
         h = plan.home(n)
         if h.memory == "l2":
             local.homes[n] = Home(n, "l2", off, h.nbytes, 0, 0)
@@ -316,7 +322,7 @@ def build(prog: progmod.Program, plat, workdir: Path) -> Path:
             srcs.append(workdir / name)
     libs = [LIBRARY, _shared("kernels.S", asm_kernels()), _shared("main.c", prog.files["main.c"])]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=libs)
+                           libraries=libs, cache=True)
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
@@ -402,6 +408,12 @@ def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.P
     chunk = 1 if variant == "acc" else 0
     before = {n: env.a[n].copy() for n in ins}
     res, mem = execute(prog, plan, env, ins, outs, st.name)
+    with hosttime.phase("check"):
+        return _checked_row(plan, st, variant, prog, name, env, before, chunk, res, mem)
+
+
+def _checked_row(plan, st, variant, prog, name, env, before, chunk, res, mem) -> dict:
+    step = plan.step
     env.a.update({n: v.copy() for n, v in before.items()})
     expected = ref.run_stage(env, st, chunk, variant)
     total, stats = progmod.parse(res["stdout"])

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from harness import procs, toolchain
+from harness import hosttime, procs, toolchain
 from harness.backends import embedded
 from harness.errors import UserError
 from harness.experiments import cache as cachemod
@@ -40,6 +40,7 @@ class Outcome:
     seconds: dict = field(default_factory=dict)     # spec name -> wall seconds of its run (when it ran)
     errors: dict = field(default_factory=dict)      # spec name -> one-line reason
     recomputed: dict = field(default_factory=dict)  # spec name -> why its cached row was not used (damaged)
+    host: dict = field(default_factory=dict)        # the runs' host seconds per phase (harness.hosttime)
     cached: int = 0
     ran: int = 0
     wall: float = 0.0
@@ -75,6 +76,7 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
     prov = provenance
     damaged = None
     t0 = time.perf_counter()
+    hosttime.reset()
     try:
         prepared = None
         if prov is None:
@@ -91,6 +93,7 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
                     return "hit", prov, entry, 0.0, None
             t0 = time.perf_counter()
         row = spec.run() if hasattr(spec, "run") else runner.run_spec(spec, prepared=prepared)
+        row["host"] = hosttime.take()
         return "ran", prov, row, time.perf_counter() - t0, damaged
     except UserError as e:
         kind = "failed" if prov is not None else "error"
@@ -156,6 +159,8 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
             return
         out.ran += 1
         out.seconds[name] = secs
+        if isinstance(payload, dict):   # a row carries its run's host time here only: rows stay deterministic
+            hosttime.add(out.host, payload.pop("host", {}))
         key = cachemod.row_key(sp, prov)
         if kind == "failed":
             cache.store(key, sp, prov, None, secs, error=payload)

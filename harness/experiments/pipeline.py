@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness import paths
+from harness import hosttime, paths
 from harness import platform as platmod
 from harness.experiments import cache as cachemod
 from harness.experiments import execute, outdir as outdirmod, plan as planmod, spec as specmod, tables
@@ -52,6 +52,8 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
                                 console=console, progress=progress)
     console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
                   f"in {outcome.wall:.1f} s ({outcome.jobs} jobs)")
+    if outcome.host:
+        console.print(f"{exp.name}: {host_split(outcome.host)}")
     if outcome.recomputed:
         first, why = sorted(outcome.recomputed.items())[0]
         console.print(f"{exp.name}: {len(outcome.recomputed)} cached row(s) were damaged and recomputed "
@@ -59,6 +61,14 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     with paths.user_path(outdir, "--results directory"):
         frames = tables.write_results(plan, outcome, outdir)
     return Result(plan, outcome, outdir, frames)
+
+
+def host_split(host: dict) -> str:
+    """The runs' host time by phase (summed over workers), and how many ELFs came from the ELF cache."""
+    total = sum(host.get(p, 0.0) for p in hosttime.PHASES) or 1.0
+    parts = ", ".join(f"{p} {host.get(p, 0.0):.1f} s ({100 * host.get(p, 0.0) / total:.0f} %)" for p in hosttime.PHASES)
+    return (f"host time of the runs: {parts}; {host.get('elf_built', 0)} ELFs built, "
+            f"{host.get('elf_cached', 0)} from the ELF cache")
 
 
 def incomplete(res: Result) -> list[str]:

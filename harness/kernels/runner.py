@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, paths, toolchain
+from harness import ROOT, hosttime, paths, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
@@ -159,7 +159,7 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
         elif backend != "embedded":
             raise UserError(f"unknown backend '{backend}'; choose embedded or gvsoc")
         elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
-                              defines=BUILD_DEFINES["embedded"])
+                              defines=BUILD_DEFINES["embedded"], cache=True)
         program = elfmod.load(elf, plat)
         reads = {}
         for sym, (t, _) in prog.outputs.items():
@@ -174,7 +174,8 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
     finally:
         if tmp is not None and not keep:
             tmp.cleanup()
-    return check(spec, prog, ins, res, src_hash)
+    with hosttime.phase("check"):
+        return check(spec, prog, ins, res, src_hash)
 
 
 def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:

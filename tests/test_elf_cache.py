@@ -1,0 +1,88 @@
+"""The ELF cache (a program built before is copied, not compiled again) and the host-time split of a
+sweep's runs (generate, compile, simulate, check)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import hosttime, toolchain
+from harness import platform as platmod
+from harness.backends import embedded
+from harness.experiments import pipeline
+from tests.conftest import needs_clang
+
+SRC = "int main(void) { volatile int s = 0; for (int i = 0; i < %d; i++) s += i; return s & 7; }\n"
+
+
+@pytest.fixture
+def elf_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolchain, "ELF_CACHE", tmp_path / "elf-cache")
+    return tmp_path / "elf-cache"
+
+
+def _build(tmp_path, name, text, data=None):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "p.c").write_text(text)
+    srcs = [d / "p.c"]
+    if data is not None:
+        (d / "d.bin").write_bytes(data)
+        (d / "d.S").write_text(f'    .section .l2_data, "aw"\n    .globl blob\nblob:\n    .incbin "{d / "d.bin"}"\n')
+        srcs.append(d / "d.S")
+    hosttime.reset()
+    out = toolchain.build(srcs, d / "p.elf", platmod.load("pulp-open"), cache=True)
+    return out, hosttime.take()
+
+
+@needs_clang
+def test_same_program_elsewhere_comes_from_the_cache(tmp_path, elf_cache):
+    a, ta = _build(tmp_path, "a", SRC % 10, b"\1\2\3\4")
+    b, tb = _build(tmp_path, "b", SRC % 10, b"\1\2\3\4")     # another directory, same content
+    assert (ta["elf_built"], ta["elf_cached"]) == (1, 0)
+    assert (tb["elf_built"], tb["elf_cached"]) == (0, 1)
+    assert a.read_bytes() == b.read_bytes()
+    assert len(list(elf_cache.iterdir())) == 1
+    r = embedded.run(b, platmod.load("pulp-open"))
+    assert r["status"] == "exit" and r["exit_code"] == sum(range(10)) & 7
+
+
+@needs_clang
+def test_changed_source_or_data_is_built_again(tmp_path, elf_cache):
+    _build(tmp_path, "a", SRC % 10, b"\1\2\3\4")
+    _, t_src = _build(tmp_path, "b", SRC % 11, b"\1\2\3\4")
+    _, t_data = _build(tmp_path, "c", SRC % 10, b"\1\2\3\5")     # the .incbin'd bytes count, not their path
+    assert t_src["elf_built"] == 1 and t_data["elf_built"] == 1
+    assert len(list(elf_cache.iterdir())) == 3
+
+
+def test_host_time_phases_add_up():
+    hosttime.reset()
+    with hosttime.phase("compile"):
+        sum(range(10000))
+    with hosttime.phase("simulate"):
+        sum(range(10000))
+    t = hosttime.take()
+    assert set(t) == {*hosttime.PHASES, "elf_cached", "elf_built"}
+    assert all(t[p] >= 0 for p in hosttime.PHASES) and t["compile"] > 0 and t["simulate"] > 0
+    assert hosttime.take()["compile"] == 0   # take() starts over
+    total = {}
+    hosttime.add(total, {"compile": 1.0, "elf_built": 2})
+    hosttime.add(total, {"compile": 0.5, "elf_built": 1})
+    assert total == {"compile": 1.5, "elf_built": 3}
+    line = pipeline.host_split({"generate": 1.0, "compile": 3.0, "simulate": 0.0, "check": 0.0, "elf_built": 4,
+                                "elf_cached": 6})
+    assert "compile 3.0 s (75 %)" in line and "4 ELFs built, 6 from the ELF cache" in line
+
+
+@needs_clang
+def test_sweep_meta_has_the_host_split(tmp_path, elf_cache):
+    exp = tmp_path / "tiny.toml"
+    exp.write_text('[experiment]\ndescription = "two kernels"\nkind = "kernels"\nplatforms = ["pulp-open"]\n'
+                   'steps = ["fw", "wg"]\np = [1.0]\nplacement = "l2"\n\n[[kernel]]\nkind = "pw"\ncin = 8\ncout = 8\nhw = 4\n')
+    res = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1)
+    meta = json.loads((res.outdir / "meta.json").read_text())
+    host = meta["host_seconds"]
+    assert host["elf_built"] == 2 and host["compile"] > 0 and host["simulate"] > 0
+    again = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1, use_cache=False)
+    assert again.outcome.host["elf_cached"] == 2 and again.outcome.host["elf_built"] == 0
