@@ -303,6 +303,7 @@ def to_trace(rec: dict, clock_hz: float, title: str, platform: str) -> dict:
         out.counter(PID_DMA, "cluster DMA traffic (bytes per cycle)", t,
                     {"to L1": _traffic(dma[dma["kind"] == K_DMA_TO_L1], edges) / period,
                      "to L2": _traffic(dma[dma["kind"] == K_DMA_TO_L2], edges) / period})
+    tracks.sort(key=lambda t: t != "stages")
     other = {"generator": GENERATOR, "title": title, "platform": platform, "clock_hz": clock_hz,
              "cycles_per_us": clock_hz / 1e6, "window_cycles": [lo, hi], "sample_period_cycles": period,
              "shortest_span_kept_cycles": rec["min_span"], "spans_dropped": rec["dropped"], "tracks": tracks}
