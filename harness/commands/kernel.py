@@ -61,13 +61,13 @@ def run(args) -> int:
 
     specs = specs_from_args(args)
     req = timeline_request(args, args.backend)
+    if req is not None and args.keep and paths.same_file(args.keep, args.timeline):
+        raise UserError(f"--timeline {args.timeline}: is also the --keep directory; give two directories")
     if args.keep:
         runner.check_keep_dir(Path(args.keep), [sp.step for sp in specs])
     if req is not None:
         from harness import timeline
         timeline.check_output_dir(args.timeline, "--timeline")
-        if args.keep and paths.same_file(args.keep, args.timeline):
-            raise UserError(f"--timeline {args.timeline}: is also the --keep directory; give two directories")
     rows = []
     for sp in specs:
         work = Path(args.keep) / sp.step if args.keep else None

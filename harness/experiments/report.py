@@ -186,18 +186,22 @@ def fig_breakdown(layers: pd.DataFrame, iso_layers: pd.DataFrame | None, title: 
     step on the left, the isolated composition beside it when there is one."""
     from plotly.subplots import make_subplots
     go = _go()
-    if layers is None or layers.empty or "ext_wait_cycles" not in layers.columns:
+    if layers is None or layers.empty:
         return None
+    deployed = "ext_wait_cycles" in layers.columns
+    if not deployed:     # an isolated experiment on its own
+        layers, iso_layers = layers, None
     keys = ["platform", "net", "dataset", "layer_id", "p"] + (["placement"] if "placement" in layers.columns else [])
-    cols = ["deployed"] + (["isolated"] if iso_layers is not None and not iso_layers.empty else [])
+    cols = ["deployed" if deployed else "isolated"] + (["isolated"] if iso_layers is not None and not iso_layers.empty
+                                                         else [])
     fig = make_subplots(rows=1, cols=len(cols), shared_yaxes=True, horizontal_spacing=0.02,
                         subplot_titles=[f"{c}" for c in cols])
     labels, groups, layouts, longest = [], [], [], 1
     for key, g in layers.groupby(keys, sort=True):
         info = dict(zip(keys, key))
-        dep = _deployed_split(g)
+        dep = _deployed_split(g) if deployed else _isolated_split(g, [])
         order = list(dep.index)
-        parts = {"deployed": dep}
+        parts = {cols[0]: dep}
         if len(cols) > 1:
             ig = iso_layers
             for k in ("platform", "net", "dataset", "layer_id", "p"):
@@ -642,16 +646,20 @@ def _latency_sections(page: _Page, results: Path, name: str, notes: list) -> pd.
         iso = iso_lat[POINT + ["total_task_s"]].rename(columns={"total_task_s": "isolated_task_s"})
         view = view.merge(iso.drop_duplicates(POINT), on=POINT, how="left")
     page.table(blocks, view, f"latency-{name}")
-    if layers is not None and "ext_wait_cycles" in layers.columns:
+    if layers is not None and not layers.empty:
+        if "ext_wait_cycles" not in layers.columns:
+            beside = "Each op is an isolated kernel program whose tensors start and end in external memory. "
+        elif iso_layers is not None:
+            beside = (f"Beside each deployed bar, the isolated composition (results/{name}-isolated/): every op a "
+                      "kernel program of its own, its activation and pool kernels shown as fused away. ")
+        else:
+            beside = "Run the experiment with --deployment isolated to see the isolated composition beside it. "
         page.figure(blocks, fig_breakdown(layers, iso_layers, f"{name}: where a task's cycles go, layer by layer"),
                     f"fig-breakdown-{name}",
-                    "Each layer's cycles in one CL task (runs per task x cycles of its stage programs: forward with "
-                    "its fused work, weight and input gradients, its share of the backward operators, the update), "
-                    "split into compute, cluster-DMA wait, external-memory wait and overhead. "
-                    + ("Beside each deployed bar, the isolated composition (results/" + f"{name}-isolated/): every "
-                       "op a kernel program of its own, its activation and pool kernels shown as fused away. "
-                       if iso_layers is not None else f"Run the experiment with --deployment isolated to see the "
-                       f"isolated composition beside it. ") + "Pick the network and cut in the menu.")
+                    "Each layer's cycles in one CL task (runs per task x cycles of its programs: forward with its "
+                    "fused work, weight and input gradients, its share of the backward operators, the update), "
+                    "split into compute, cluster-DMA wait, external-memory wait and overhead. " + beside
+                    + "Pick the network and cut in the menu.")
     for plat in sorted(lat.platform.unique()):
         page.figure(blocks, fig_pareto(lat, plat, "M_MB", "total_task_s", "training memory M (MB)",
                                        "latency per task (s)", f"{name} on {plat}: latency per task vs memory"),
