@@ -198,21 +198,26 @@ def _bins(lo: int, hi: int, period: int) -> np.ndarray:
     return np.arange(first, hi + period, period, dtype=np.int64)
 
 
-def _traffic(spans: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Bytes moved within each bin [edges[i], edges[i+1]): each transfer's bytes spread evenly over
-    its duration."""
-    if not len(spans) or len(edges) < 2:
+def _spread(start, end, amount, edges: np.ndarray) -> np.ndarray:
+    """How much of each amount falls within each bin [edges[i], edges[i+1]): every amount spread evenly
+    over its [start, end) (a transfer's bytes, a sample period's instructions)."""
+    if not len(start) or len(edges) < 2:
         return np.zeros(max(0, len(edges) - 1))
-    s, e = spans["start"].astype(np.float64), spans["end"].astype(np.float64)
-    rate = spans["a"].astype(np.float64) / np.maximum(e - s, 1)
-    t = np.concatenate([s, e])
+    s, e = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    rate = np.asarray(amount, np.float64) / np.maximum(e - s, 1)
+    t = np.concatenate([s, np.maximum(e, s + 1)])
     dr = np.concatenate([rate, -rate])
     order = np.argsort(t, kind="stable")
     t, dr = t[order], dr[order]
     r = np.cumsum(dr)                                  # rate after each event
-    cum = np.concatenate([[0.0], np.cumsum(r[:-1] * np.diff(t))])   # bytes moved up to each event time
+    cum = np.concatenate([[0.0], np.cumsum(r[:-1] * np.diff(t))])   # amount up to each event time
     at = np.interp(edges.astype(np.float64), t, cum, left=0.0, right=cum[-1])
     return np.diff(at)
+
+
+def _traffic(spans: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bytes moved within each bin by these transfers."""
+    return _spread(spans["start"], spans["end"], spans["a"], edges)
 
 
 def to_trace(rec: dict, clock_hz: float, title: str, platform: str) -> dict:
@@ -284,12 +289,11 @@ def to_trace(rec: dict, clock_hz: float, title: str, platform: str) -> dict:
             if len(smp) < 2:
                 continue
             d = np.diff(smp.astype(np.int64), axis=0)
-            b = np.clip((smp[:-1, 0].astype(np.int64) - edges[0]) // period, 0, nb - 1)
-            inside = (smp[:-1, 0].astype(np.int64) >= edges[0]) & (smp[:-1, 0].astype(np.int64) < edges[-1])
-            np.add.at(acc["fc_instr" if core == 0 else "cl_instr"], b[inside], d[inside, 1])
+            s0, s1 = smp[:-1, 0], smp[1:, 0]
+            acc["fc_instr" if core == 0 else "cl_instr"] += _spread(s0, s1, d[:, 1], edges)
             if core:
-                np.add.at(acc["fpu_cont"], b[inside], d[inside, COUNTERS.index("fpu_cont")])
-                np.add.at(acc["tcdm"], b[inside], d[inside, COUNTERS.index("tcdm")])
+                acc["fpu_cont"] += _spread(s0, s1, d[:, COUNTERS.index("fpu_cont")], edges)
+                acc["tcdm"] += _spread(s0, s1, d[:, COUNTERS.index("tcdm")], edges)
         t = edges[:-1]
         out.counter(PID_CLUSTER, "instructions per cycle", t, {"cluster": acc["cl_instr"] / period,
                                                                "FC": acc["fc_instr"] / period})

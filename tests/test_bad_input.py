@@ -366,6 +366,19 @@ CASES = [
     Case("experiment-results-missing-directory", (*EXP, "--results", "{d}/new/r"), 0, "wrote", setup="exp_ok",
          stream="stdout"),
 
+    # ---- timeline: the file it draws, the page it writes ----
+    Case("timeline-missing-file", ("timeline", "{d}/nope.json"), 2, "no such file"),
+    Case("timeline-not-json", ("timeline", "{d}/notes.txt"), 2, "not JSON"),
+    Case("timeline-no-events", ("timeline", "{d}/t.json"), 2, "has no traceEvents list", setup="timeline_not_a_trace"),
+    Case("timeline-nothing-to-draw", ("timeline", "{d}/t.json"), 2, "holds no span to draw", setup="timeline_empty"),
+    Case("timeline-output-is-user-file", ("timeline", "{d}/t.json", "-o", "{d}/notes.txt"), 2,
+         "is not a pulp-odl page", setup="timeline_empty"),
+    Case("timeline-output-is-the-input", ("timeline", "{d}/t.json", "-o", "{d}/t.json"), 2, "is also an input",
+         setup="timeline_empty"),
+    Case("timeline-output-read-only", ("timeline", "{d}/t.json", "-o", "{ro}/t.html"), 2, "Read-only file system",
+         setup="timeline_empty", fs="ro"),
+    Case("timeline-directory", ("timeline", "{d}/sub"), 2, "is a directory", setup="subdir"),
+
     # ---- doctor ----
     Case("doctor-extra-argument", ("doctor", "--frobnicate"), 2, "unrecognized arguments"),
 
@@ -556,6 +569,14 @@ TIMELINE_AT = 'timeline = {{ net = "phinet", dataset = "cifar10", layer_id = {li
 def _sweep_with(line: str, deployment: str = "") -> str:
     head = SWEEP.replace('kind = "latency"\n', f'kind = "latency"\n{deployment}{line}')
     return head
+
+
+def setup_timeline_not_a_trace(d):
+    _write(d / "t.json", '{"events": []}')
+
+
+def setup_timeline_empty(d):
+    _write(d / "t.json", '{"otherData": {"generator": "pulp-odl timeline"}, "traceEvents": []}')
 
 
 def setup_exp_timeline_no_point(d):

@@ -212,6 +212,12 @@ def test_run_timeline_command(tiles_elf, tmp_path, capsys):
     assert {"compute", "barrier wait"} <= {e["name"] for e in per["PE3"]}
     assert main(["run", str(tiles_elf), "--platform", "paper", "--timeline", str(out), "--json"]) == 0   # its own file
     assert json.loads(capsys.readouterr().out)["timeline"]["path"] == str(out)
+    # its own page, drawn offline
+    assert main(["timeline", str(out)]) == 0
+    assert "timeline page" in capsys.readouterr().out
+    from tests.test_experiments import render
+    got = render(out.with_suffix(".html"), tmp_path)
+    assert got["plots"] == got["figures"] == 1 and got["errors"] == 0
 
 
 @needs_clang

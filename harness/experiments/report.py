@@ -41,6 +41,7 @@ from harness.errors import UserError
 from harness.experiments.cache import write_atomic
 from harness.experiments.tables import peak_mac_per_cycle
 
+HEADING = "pulp-odl: on-device continual learning, measured"
 GENERATOR = "pulp-odl report"   # in the page's first lines: how `pulp-odl report` knows a page it may replace
 PREFERRED = ("demo", "table2", "fig4")        # latency experiments first, in this order; then the others
 KERNEL_SOURCES = ("kernels",)
@@ -60,7 +61,8 @@ STALL_COLOURS = {"stall: FPU contention": "#ff9896", "stall: TCDM bank conflicts
                  "stall: load-use and dependencies": "#ffbb78", "stall: L2 and peripheral accesses": "#c49c94",
                  "stall: instruction fetch": "#dbdb8d", "stall: multi-cycle operations": "#9edae5",
                  "stall: branches and jumps": "#f7b6d2"}
-TIMELINE_BINS = 1500          # per track, in the page's timeline (the JSON file keeps full detail)
+TIMELINE_BINS = 1500          # per track, in the dashboard's timeline (the JSON file keeps full detail)
+TIMELINE_PAGE_BINS = 5000     # per track, in a timeline's own page (pulp-odl timeline)
 
 _TEXT, _COUNT, _ID, _P, _NONNEG = ("str",), ("int", 0, None), ("int", 1, None), ("number", 0.0, 1.0, True), ("number", 0.0)
 # The columns the dashboard reads from each result table, and their allowed values.
@@ -347,7 +349,7 @@ def _coverage(starts, ends, edges) -> np.ndarray:
     return np.diff(np.interp(edges.astype(np.float64), t, cum, left=0.0, right=cum[-1]))
 
 
-def fig_timeline(doc: dict, title: str):
+def fig_timeline(doc: dict, title: str, bins: int = TIMELINE_BINS):
     """A recorded run: its tracks (stages, FC, PEs, DMAs) as coloured segments over time, the state
     that fills most of each of TIMELINE_BINS bins per track, and the counters beneath."""
     from plotly.subplots import make_subplots
@@ -370,7 +372,7 @@ def fig_timeline(doc: dict, title: str):
     tracks = sorted((t for t in order if t in spans), key=lambda t: (t != "stages", order.index(t)))
     if not tracks or hi <= lo:
         return None
-    edges = np.linspace(lo, hi, TIMELINE_BINS + 1)
+    edges = np.linspace(lo, hi, bins + 1)
     segs = {}   # state -> (xs, ys, hover)
     stage_track = "stages"
     for track in tracks:
@@ -560,9 +562,9 @@ window.addEventListener("error", function (e) { window.odlErrors.push(String(e.m
 {{ table_init }}
 </head>
 <body data-plots="{{ figures|length }}" data-tables="{{ tables }}">
-<h1>pulp-odl: on-device continual learning, measured</h1>
+<h1>{{ heading }}</h1>
 <p>Generated {{ date }} from {{ results }}.</p>
-<nav>{% for sec in sections %}<a href="#{{ sec.id }}">{{ sec.title }}</a>{% endfor %}</nav>
+{% if sections|length > 1 %}<nav>{% for sec in sections %}<a href="#{{ sec.id }}">{{ sec.title }}</a>{% endfor %}</nav>{% endif %}
 {% for note in notes %}<p class="note">{{ note }}</p>{% endfor %}
 {% for sec in sections %}
 <h2 id="{{ sec.id }}">{{ sec.title }}</h2>
@@ -707,6 +709,31 @@ def _latency_sections(page: _Page, results: Path, name: str, notes: list) -> pd.
     return lat
 
 
+def timeline_page(doc: dict, source: Path, path: Path) -> Path:
+    """One timeline file drawn as a page of its own (the dashboard's view of it), offline."""
+    import plotly.offline
+
+    page = _Page()
+    o = doc.get("otherData", {})
+    blocks = page.section("timeline", o.get("title", str(source)))
+    lo, hi = o.get("window_cycles", [0, 0])
+    blocks.append({"text": f"{source}: {len(doc['traceEvents']):,} trace events, cycles {lo:,} to {hi:,} on "
+                           f"{o.get('platform', '?')}; counters every {o.get('sample_period_cycles', '?')} cycles"
+                           + ("; spans shorter than " + f"{o.get('shortest_span_kept_cycles')} cycles left out"
+                              if o.get("spans_dropped") else "") + "."})
+    page.figure(blocks, fig_timeline(doc, o.get("title", "timeline"), TIMELINE_PAGE_BINS), "fig-timeline",
+                f"Each segment is the state that fills most of its 1/{TIMELINE_PAGE_BINS} of the run (hover for it); "
+                "the file holds every event (Perfetto and chrome://tracing open it too).")
+    if not page.figures:
+        raise UserError(f"{source}: holds no span to draw; record a run with --timeline")
+    html = PAGE.render(heading="pulp-odl timeline", generator=GENERATOR, figures=page.figures, tables=0,
+                       sections=page.sections, notes=[],
+                       results=str(source), plotlyjs=plotly.offline.get_plotlyjs(), table_init="",
+                       date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    write_atomic(path, html)
+    return path
+
+
 def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Path, int]:
     """Write outdir/index.html from the tables under `results`. Returns (path, number of figures)."""
     import plotly.offline
@@ -742,7 +769,8 @@ def build(results: Path, outdir: Path, accuracy: Path | None = None) -> tuple[Pa
                         "kernels: MAC/cycle of each kernel; the dashed line is the platform's arithmetic limit.")
         page.table(blocks, kern[[c for c in KERNEL_VIEW if c in kern.columns]], "kernels",
                    text="Every kernel of the benchmark (sort by a column, filter by the boxes beneath it).")
-    html = PAGE.render(generator=GENERATOR, figures=page.figures, tables=page.tables, sections=page.sections, notes=notes,
+    html = PAGE.render(heading=HEADING, generator=GENERATOR, figures=page.figures, tables=page.tables,
+                       sections=page.sections, notes=notes,
                        results=str(results), plotlyjs=plotly.offline.get_plotlyjs(),
                        table_init=_table_init() if page.tables else "",
                        date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -3,8 +3,8 @@
 The point named by [experiment] timeline runs its step as ONE program (harness.deploy.runner.run_step,
 checked against NumPy), recorded by the simulator (harness.timeline), with its stage functions named
 after the stages. The file carries a key made of everything the recording depends on (the program's
-sources, the platform file, the simulator, the toolchain); a later run with the same key keeps the
-file instead of simulating again.
+sources, the platform file, the simulator, the toolchain, the code that writes trace events); a later
+run with the same key keeps the file instead of simulating again.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def key(pt: Point) -> str:
     prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
     h = hashlib.sha256()
     for part in (_source_hash(prog.c), platmod.load(pt.platform).sha256, embedded.version(),
-                 toolchain.find().describe(), repr(pt), str(tlmod.MAX_SAMPLES), str(tlmod.MAX_SPANS)):
+                 toolchain.find().describe(), repr(pt), Path(tlmod.__file__).read_text()):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
