@@ -70,7 +70,7 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
     c.ready[c.wait_rd] = 0;
   }
   if (resume > c.cycle) {
-    if (c.m->timeline) c.m->timeline->span(c.index, sleep_kind(c), c.cycle, resume);
+    if (c.m->timeline) c.m->timeline->span(c.index, sleep_kind(c, value), c.cycle, resume);
     c.ev[X_WAIT] += resume - c.cycle;
     c.cycle = resume;
   }

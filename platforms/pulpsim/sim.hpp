@@ -470,7 +470,7 @@ class Machine {
   void exit_program(int code);
 };
 
-uint32_t sleep_kind(const Core& c);   // Timeline::K_* of what a sleeping core waits for
+uint32_t sleep_kind(const Core& c, uint32_t bits);   // Timeline::K_* of what a sleeping core waited for
 std::string disasm(uint32_t word, uint32_t pc, bool fp_separate);
 
 }  // namespace pulpsim

@@ -73,14 +73,16 @@ void Timeline::ret(Core& c) {
   }
 }
 
-uint32_t sleep_kind(const Core& c) {
+// What a core slept for: for an event wait, the events that woke it (`bits`), since the mask it
+// waits with may hold more (the runtime leaves barrier, mutex and dispatch events enabled).
+uint32_t sleep_kind(const Core& c, uint32_t bits) {
   switch (c.wait) {
     case Core::W_WFI: return Timeline::K_WFI;
     case Core::W_DISPATCH: return Timeline::K_DISPATCH;
     case Core::W_MUTEX: return Timeline::K_MUTEX;
     case Core::W_EVENT:
-      if (c.wait_arg >> EU_EVT_BARRIER & 1) return Timeline::K_BARRIER;
-      if ((c.wait_arg >> EU_EVT_DMA & 1) || (c.wait_arg >> EU_EVT_DMA_EXT & 1)) return Timeline::K_DMA_EVENT;
+      if (bits >> EU_EVT_BARRIER & 1) return Timeline::K_BARRIER;
+      if ((bits >> EU_EVT_DMA & 1) || (bits >> EU_EVT_DMA_EXT & 1)) return Timeline::K_DMA_EVENT;
       return Timeline::K_EVENT;
     default: return Timeline::K_EVENT;
   }
@@ -92,7 +94,9 @@ void Timeline::finish(Machine& m, uint64_t end) {
   for (auto& k : m.cores) {
     Core& c = *k;
     if (c.ev[EV_INSTR] == 0) continue;
-    if (c.active && c.sleeping) span(c.index, sleep_kind(c), c.cycle, end);
+    // never woken: what it waits for is its mask, when that names one event
+    uint32_t m = c.wait_arg;
+    if (c.active && c.sleeping) span(c.index, sleep_kind(c, (m & (m - 1)) == 0 ? m : 0), c.cycle, end);
     std::vector<Frame>& f = frames[c.index];
     while (!f.empty()) {
       span(c.index, K_FUNCTION, f.back().start, std::max(end, f.back().start), f.back().fn, f.size() - 1);
