@@ -46,6 +46,6 @@ def run(args) -> int:
                               inputs=[args.accuracy] if args.accuracy else [])
     with paths.user_path(index, "--output directory"):
         path, n = report.build(results, outdir, args.accuracy)
-    console().print(f"dashboard: {path} ({n} figures; one file that works offline: open it in a browser)",
-                    highlight=False)
+    console().print(f"dashboard: {path} ({n} figure{'' if n == 1 else 's'}; one file that works offline: open it in a "
+                    "browser)", highlight=False)
     return 0
