@@ -223,11 +223,12 @@ def fig_breakdown(layers: pd.DataFrame, iso_layers: pd.DataFrame | None, title: 
             for col, label, colour in (*SPLIT, FUSED):
                 if col == FUSED[0] and not per[col].any():
                     continue
-                hov = [f"{layer} ({dname})<br>{label}: {v:,.0f} of {t:,.0f} cycles per task"
-                       for layer, v, t in zip(order, per[col], total)]
-                fig.add_trace(go.Bar(y=order, x=per[col].astype(float), orientation="h", name=label,
-                                     marker_color=colour, hovertext=hov, hoverinfo="text", legendgroup=label,
-                                     showlegend=c == 1 or col == FUSED[0], visible=not labels), row=1, col=c)
+                fig.add_trace(go.Bar(y=order, x=per[col].round().astype(np.int64), orientation="h", name=label,
+                                     marker_color=colour, customdata=total.round().astype(np.int64),
+                                     hovertemplate=f"%{{y}} ({dname})<br>{label}: %{{x:,}} of %{{customdata:,}} "
+                                                   "cycles per task<extra></extra>",
+                                     legendgroup=label, showlegend=c == 1 or col == FUSED[0], visible=not labels),
+                              row=1, col=c)
         labels.append(_point_label(info))
         groups.append(list(range(first, len(fig.data))))
         layouts.append({"yaxis.categoryarray": list(reversed(order)), "yaxis.range": [-0.5, len(order) - 0.5]})
@@ -295,14 +296,14 @@ def fig_memory_plan(plans: pd.DataFrame, title: str):
         for role, t in l2.groupby("role", sort=True):
             xs, ys, hx, hy, ht = [], [], [], [], []
             for r in t.itertuples():
-                a, b = r.first_index, r.last_index + 1
-                lo, hi = r.offset / 1024, (r.offset + r.bytes) / 1024
-                xs += [a, b, b, a, a, None]
-                ys += [lo, lo, hi, hi, lo, None]
-                hx.append((a + b) / 2)
-                hy.append((lo + hi) / 2)
-                ht.append(f"{r.tensor} ({role})<br>{r.bytes:,} bytes at L2 offset {r.offset:,}<br>lives from stage "
-                          f"{r.first_index} ({getattr(r, 'first', '')}) to {r.last_index} ({getattr(r, 'last', '')})")
+                lo, hi = int(r.offset), int(r.offset + r.bytes)
+                for a, b in _intervals(r):
+                    xs += [a, b + 1, b + 1, a, a, None]
+                    ys += [lo, lo, hi, hi, lo, None]
+                    hx.append((a + b + 1) / 2)
+                    hy.append((lo + hi) // 2)
+                    ht.append(f"{r.tensor} ({role}): {r.bytes:,} B at {r.offset:,}<br>stage runs {a}-{b} "
+                              f"(of {getattr(r, 'first', '')} .. {getattr(r, 'last', '')})")
             colour = ROLE_COLOURS.get(role, "#888888")
             fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="lines", line={"width": 0.5, "color": "#333"},
                                      fillcolor=colour, opacity=0.75, name=role, hoverinfo="skip",
@@ -316,10 +317,21 @@ def fig_memory_plan(plans: pd.DataFrame, title: str):
                       if not l2.empty else _point_label(info))
         groups.append(list(range(first, len(fig.data))))
     _menu(fig, labels, groups, len(fig.data))
-    fig.update_layout(title=title, xaxis_title="program position (stage index of the training step)",
-                      yaxis_title="L2 offset (KiB)", height=560, margin={"t": 110},
+    fig.update_layout(title=title, xaxis_title="program position (stage run of the training step)",
+                      yaxis_title="L2 offset (bytes)", height=560, margin={"t": 110},
                       legend={"title": "role"})
     return fig, external
+
+
+def _intervals(r) -> list[tuple[int, int]]:
+    """When a plans.csv row's tensor holds data: its `intervals` (a-b;c-d), else first..last."""
+    text = getattr(r, "intervals", None)
+    if isinstance(text, str) and text:
+        try:
+            return [tuple(int(x) for x in part.split("-")) for part in text.split(";")]
+        except ValueError:
+            pass
+    return [(int(r.first_index), int(r.last_index))]
 
 
 def _ext_table(external: list) -> str:
@@ -681,9 +693,9 @@ def _latency_sections(page: _Page, results: Path, name: str, notes: list) -> pd.
     if plans is not None and not plans.empty:
         fig, external = fig_memory_plan(plans, f"{name}: memory plan, L2 tensors over the training step")
         page.figure(blocks, fig, f"fig-plan-{name}",
-                    "Every tensor the plan keeps in L2 as a rectangle: its bytes at its offset, from the first to "
-                    "the last stage that uses it (hover for names). Pick the point in the menu. Below: the tensors "
-                    "that live in HyperRAM or flash.")
+                    "Every tensor the plan keeps in L2 as a rectangle: its bytes at its offset, over the stage runs "
+                    "during which it holds data (a per-chunk tensor once per chunk; hover for names). Pick the "
+                    "point in the menu. Below: the tensors that live in HyperRAM or flash.")
         blocks.append({"html": _ext_table(external)})
     tl = d / "timeline.json"
     if tl.is_file():
