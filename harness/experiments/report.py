@@ -297,13 +297,16 @@ def fig_memory_plan(plans: pd.DataFrame, title: str):
             xs, ys, hx, hy, ht = [], [], [], [], []
             for r in t.itertuples():
                 lo, hi = int(r.offset), int(r.offset + r.bytes)
-                for a, b in _intervals(r):
-                    xs += [a, b + 1, b + 1, a, a, None]
-                    ys += [lo, lo, hi, hi, lo, None]
-                    hx.append((a + b + 1) / 2)
-                    hy.append((lo + hi) // 2)
-                    ht.append(f"{r.tensor} ({role}): {r.bytes:,} B at {r.offset:,}<br>stage runs {a}-{b} "
-                              f"(of {getattr(r, 'first', '')} .. {getattr(r, 'last', '')})")
+                ivs = _intervals(r)
+                for a, b in ivs:
+                    xs += [a, b + 1, b + 1, a, None]     # a closed shape: the fill joins the last corner
+                    ys += [lo, lo, hi, hi, None]
+                a, b = ivs[0]
+                hx.append((a + b + 1) / 2)               # one hover point per tensor
+                hy.append((lo + hi) // 2)
+                ht.append(f"{r.tensor} ({role}): {r.bytes:,} B at {r.offset:,}<br>stage runs "
+                          f"{';'.join(f'{x}-{y}' for x, y in ivs)}<br>{getattr(r, 'first', '')} .. "
+                          f"{getattr(r, 'last', '')}")
             colour = ROLE_COLOURS.get(role, "#888888")
             fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="lines", line={"width": 0.5, "color": "#333"},
                                      fillcolor=colour, opacity=0.75, name=role, hoverinfo="skip",
