@@ -9,7 +9,7 @@ refused instead of silently measuring the wrong memory map.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elftools.elf.constants import P_FLAGS
@@ -37,6 +37,7 @@ class Program:
     segments: list
     symbols: dict
     platform: str | None = None     # the platform it was built for, when pulp-odl built it
+    functions: dict = field(default_factory=dict)   # name -> entry address of every function symbol
 
     @property
     def text_range(self) -> tuple[int, int]:
@@ -111,15 +112,18 @@ def load(path, platform=None) -> Program:
             entry = elf["e_entry"]
             if not any(s.executable and s.addr <= entry < s.addr + s.memsz for s in segs):
                 raise UserError(f"{path}: entry point 0x{entry:08x} is not in an executable segment; {REBUILD}")
-            syms = {}
+            syms, funcs = {}, {}
             tab = elf.get_section_by_name(".symtab")
             if tab is not None:
                 for s in tab.iter_symbols():
                     if s.name and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
                         syms[s.name] = s["st_value"]
+                    if s.name and s["st_info"]["type"] == "STT_FUNC" and s["st_size"] > 0:
+                        funcs[s.name] = s["st_value"] & ~1
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types
         raise UserError(f"{path}: not a readable ELF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'corrupt'})"
                         ) from None
-    return Program(path=path, entry=entry, segments=segs, symbols=syms, platform=built_for)
+    return Program(path=path, entry=entry, segments=segs, symbols=syms, platform=built_for,
+                   functions=funcs)

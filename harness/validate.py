@@ -104,6 +104,22 @@ def jobs_arg():
     return _argtype(lambda t: parse_int(t, 1, max_jobs()), "jobs")
 
 
+def _window(text: str) -> tuple[int, int | None]:
+    parts = str(text).split(":")
+    if len(parts) != 2:
+        raise ValueError(f"'{text}' is not FROM:TO (cycles, e.g. 0:200000, or 100000: for the rest of the run)")
+    start = parse_int(parts[0], 0, UINT64_MAX) if parts[0].strip() else 0
+    end = parse_int(parts[1], 1, UINT64_MAX) if parts[1].strip() else None
+    if end is not None and end <= start:
+        raise ValueError(f"the window {text} is empty: FROM must be below TO")
+    return start, end
+
+
+def window_arg():
+    """argparse type of --timeline-window: FROM:TO in cycles, either end may be left out."""
+    return _argtype(_window, "window")
+
+
 def cycles_arg():
     """argparse type: a cycle limit the simulator's 64-bit counter can hold."""
     return int_arg(1, UINT64_MAX)

@@ -55,6 +55,7 @@ EXP = ("experiment", "{d}/exp.toml", "--quiet")
 REPORT = ("report", "--results", "{d}/res")
 CC = ("crosscheck", "--programs", "{d}/elfs", "--json")
 DEPLOY = ("deploy", "--net", "phinet", "--dataset", "cifar10")
+RUN_TL = ("run", "{d}/hello.elf", "--timeline")
 GV = (("GVSOC", "{d}/gvsoc"),)
 HUGE = str(2 ** 64)
 
@@ -123,6 +124,36 @@ CASES = [
     Case("run-dma-size-overflow", ("run", "{d}/dma.elf"), 1, "do not fit the 17-bit size", setup="dma_program",
          stream="stdout"),
     Case("run-cycle-limit", ("run", "{d}/loop.elf", "--max-cycles", "10000"), 3, "cycle limit", setup="loop_program"),
+    # ---- timelines (run, kernel, deploy): outputs checked before the run, windows by argparse ----
+    Case("run-timeline-is-user-file", (*RUN_TL, "{d}/notes.txt"), 2, "is not a pulp-odl timeline"),
+    Case("run-timeline-is-the-elf", (*RUN_TL, "{d}/hello.elf"), 2, "is also an input"),
+    Case("run-timeline-is-directory", (*RUN_TL, "{d}/sub"), 2, "is a directory", setup="subdir"),
+    Case("run-timeline-is-the-trace", ("run", "{d}/hello.elf", "--trace", "{d}/t.txt", "--timeline", "{d}/t.txt"), 2,
+         "is also the --trace file"),
+    Case("run-timeline-disk-full", (*RUN_TL, "/dev/full"), 2, "No space left on device"),
+    Case("run-timeline-read-only", (*RUN_TL, "{ro}/t.json"), 2, "Read-only file system", fs="ro"),
+    Case("run-timeline-full", (*RUN_TL, "{full}/t.json"), 2, "No space left on device", fs="full"),
+    Case("run-timeline-window-alone", ("run", "{d}/hello.elf", "--timeline-window", "0:100"), 2,
+         "--timeline-window: needs --timeline"),
+    *[Case(f"run-timeline-window-{tag}", (*RUN_TL, "{d}/t.json", "--timeline-window", value), 2,
+           "argument --timeline-window:")
+      for tag, value in (("empty", "500:500"), ("reversed", "9:3"), ("word", "start:end"), ("no-colon", "100"),
+                         ("negative", "-5:10"), ("huge", f"0:{HUGE}"), ("three-parts", "1:2:3"))],
+    Case("run-timeline-gvsoc", (*RUN_TL, "{d}/t.json", "--backend", "gvsoc"), 2, "records no timeline",
+         setup="gvsoc_exit_0", env=GV),
+    Case("kernel-timeline-is-file", kernel_with("--timeline", "{d}/notes.txt"), 2, "is not a directory"),
+    Case("kernel-timeline-has-user-files", kernel_with("--timeline", "{d}"), 2, "which is not a pulp-odl timeline"),
+    Case("kernel-timeline-is-keep", kernel_with("--keep", "{d}/k", "--timeline", "{d}/k"), 2,
+         "is also the --keep directory"),
+    Case("kernel-timeline-window-alone", kernel_with("--timeline-window", "10:"), 2, "needs --timeline"),
+    Case("kernel-timeline-gvsoc", kernel_with("--timeline", "{d}/tl", "--backend", "gvsoc"), 2, "records no timeline"),
+    Case("kernel-timeline-read-only", kernel_with("--timeline", "{ro}/tl"), 2, "Read-only file system", fs="ro"),
+    Case("deploy-timeline-is-user-file", (*DEPLOY, "--layer-id", "1", "--timeline", "{d}/notes.txt"), 2,
+         "is not a pulp-odl timeline"),
+    Case("deploy-timeline-window-reversed", (*DEPLOY, "--layer-id", "1", "--timeline", "{d}/t.json",
+                                             "--timeline-window", "7:2"), 2, "argument --timeline-window:"),
+    Case("deploy-timeline-read-only", (*DEPLOY, "--layer-id", "1", "--timeline", "{ro}/t.json"), 2,
+         "Read-only file system", fs="ro"),
 
     # ---- disasm ----
     Case("disasm-missing", ("disasm", "{d}/nope.elf"), 2, "no such file"),
@@ -232,6 +263,14 @@ CASES = [
     Case("experiment-result-dir-is-file", (*EXP, "--results", "{d}/res"), 2, "is a file, not a result directory",
          setup="result_dir_is_file"),
     Case("experiment-unknown-platform", (*EXP, "--platform", "nope"), 2, "unknown platform 'nope'", setup="exp_ok"),
+    Case("experiment-timeline-names-no-point", EXP, 2, "[experiment] timeline names no point of the experiment",
+         setup="exp_timeline_no_point"),
+    Case("experiment-timeline-unknown-key", EXP, 2, "unknown key 'cores' in [experiment] timeline",
+         setup="exp_timeline_unknown_key"),
+    Case("experiment-timeline-in-kernels", EXP, 2, "timeline belongs to latency experiments",
+         setup="exp_timeline_kernels"),
+    Case("experiment-timeline-isolated", EXP, 2, "it needs deployment = \"deployed\"",
+         setup="exp_timeline_isolated"),
 
     # ---- regress: golden files ----
     Case("regress-golden-abc", ("regress", "--golden", "{d}/g.csv"), 2, "column cycles: must be an integer",
@@ -320,11 +359,25 @@ CASES = [
     Case("build-o-in-missing-directory", ("build", "{d}/hello.c", "-o", "{d}/new/dir/x.elf"), 0, "built", stream="stdout"),
     Case("run-trace-in-missing-directory", ("run", "{d}/hello.elf", "--trace", "{d}/new/t.txt"), 7, "cycle report",
          stream="stdout"),
+    Case("run-timeline-in-missing-directory", (*RUN_TL, "{d}/new/t.json"), 7, "trace events", stream="stdout"),
     Case("kernel-keep-missing-directory", kernel_with("--keep", "{d}/new/k"), 0, "pw 4->4", stream="stdout"),
-    Case("report-output-missing-directory", (*REPORT, "--output", "{d}/new/site"), 0, "wrote", setup="results_ok",
+    Case("report-output-missing-directory", (*REPORT, "--output", "{d}/new/site"), 0, "dashboard:", setup="results_ok",
          stream="stdout"),
     Case("experiment-results-missing-directory", (*EXP, "--results", "{d}/new/r"), 0, "wrote", setup="exp_ok",
          stream="stdout"),
+
+    # ---- timeline: the file it draws, the page it writes ----
+    Case("timeline-missing-file", ("timeline", "{d}/nope.json"), 2, "no such file"),
+    Case("timeline-not-json", ("timeline", "{d}/notes.txt"), 2, "not JSON"),
+    Case("timeline-no-events", ("timeline", "{d}/t.json"), 2, "has no traceEvents list", setup="timeline_not_a_trace"),
+    Case("timeline-nothing-to-draw", ("timeline", "{d}/t.json"), 2, "holds no span to draw", setup="timeline_empty"),
+    Case("timeline-output-is-user-file", ("timeline", "{d}/t.json", "-o", "{d}/notes.txt"), 2,
+         "is not a pulp-odl page", setup="timeline_empty"),
+    Case("timeline-output-is-the-input", ("timeline", "{d}/t.json", "-o", "{d}/t.json"), 2, "is also an input",
+         setup="timeline_empty"),
+    Case("timeline-output-read-only", ("timeline", "{d}/t.json", "-o", "{ro}/t.html"), 2, "Read-only file system",
+         setup="timeline_empty", fs="ro"),
+    Case("timeline-directory", ("timeline", "{d}/sub"), 2, "is a directory", setup="subdir"),
 
     # ---- doctor ----
     Case("doctor-extra-argument", ("doctor", "--frobnicate"), 2, "unrecognized arguments"),
@@ -508,6 +561,39 @@ SWEEP = '[experiment]\ndescription = "t"\nkind = "latency"\nplatforms = ["pulp-o
 
 def setup_exp_ok(d):
     _write(d / "exp.toml", EXP_OK)
+
+
+TIMELINE_AT = 'timeline = {{ net = "phinet", dataset = "cifar10", layer_id = {lid}, p = 1.0{extra} }}\n'
+
+
+def _sweep_with(line: str, deployment: str = "") -> str:
+    head = SWEEP.replace('kind = "latency"\n', f'kind = "latency"\n{deployment}{line}')
+    return head
+
+
+def setup_timeline_not_a_trace(d):
+    _write(d / "t.json", '{"events": []}')
+
+
+def setup_timeline_empty(d):
+    _write(d / "t.json", '{"otherData": {"generator": "pulp-odl timeline"}, "traceEvents": []}')
+
+
+def setup_exp_timeline_no_point(d):
+    _write(d / "exp.toml", _sweep_with(TIMELINE_AT.format(lid=3, extra="")))
+
+
+def setup_exp_timeline_unknown_key(d):
+    _write(d / "exp.toml", _sweep_with(TIMELINE_AT.format(lid=1, extra=", cores = 8")))
+
+
+def setup_exp_timeline_kernels(d):
+    _write(d / "exp.toml", EXP_HEAD + TIMELINE_AT.format(lid=1, extra="") + '\n[[kernel]]\nkind = "pw"\ncin = 4\n'
+           'cout = 4\nhw = 4\n')
+
+
+def setup_exp_timeline_isolated(d):
+    _write(d / "exp.toml", _sweep_with(TIMELINE_AT.format(lid=1, extra=""), 'deployment = "isolated"\n'))
 
 
 def setup_exp_not_utf8(d):

@@ -113,6 +113,13 @@ def test_shipped_experiments_load_and_expand():
     assert k.experiment.platforms == ("pulp-open", "paper")
     assert len(k.specs) == 9 * 3 * 2 * 2
     assert len(planmod.expand(specmod.load("regress")).specs) <= 120
+    # make demo: one network on CIFAR-10, two replay layers, two partialities, deployed on paper, one step recorded
+    demo = planmod.expand(specmod.load("demo"))
+    assert demo.experiment.platforms == ("paper",) and demo.experiment.deployment == "deployed"
+    assert {(pt.net, pt.dataset) for pt in demo.points} == {("phinet", "cifar10")}
+    assert len({pt.layer_id for pt in demo.points}) == 2 and len({pt.p for pt in demo.points}) == 2
+    from harness.experiments import steptimeline
+    assert steptimeline.chosen(demo) in demo.points
 
 
 def test_expansion_is_deduplicated():
@@ -226,7 +233,7 @@ def test_bad_experiment_files(tmp_path, text, msg):
 def test_unknown_experiment_lists_choices(capsys):
     assert main(["experiment", "tabel2"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "choose one of: fig4, kernels, regress, table2" in err
+    assert err.count("\n") == 1 and "choose one of: demo, fig4, kernels, regress, table2" in err
 
 
 @pytest.mark.parametrize("argv,msg", [
@@ -478,8 +485,13 @@ def test_real_kernels_end_to_end(tmp_path, capsys):
 @needs_clang
 def test_real_deployed_steps_end_to_end(tmp_path, capsys):
     path = tiny_experiment(tmp_path, layer_ids="[1, 2]", p="[0.7]", name="table2", deployment="deployed")
+    path.write_text(path.read_text().replace(
+        'deployment = "deployed"\n', 'deployment = "deployed"\ntimeline = { net = "phinet", dataset = "cifar10", '
+        'layer_id = 2, p = 0.7 }\n'))
     results = tmp_path / "r"
-    assert main(["experiment", str(path), "--results", str(results), "--jobs", "2"]) == 0
+    assert main(["experiment", str(path), "--results", str(results), "--jobs", "2", "--headline"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in out[:3]] == ["memory", "latency per task", "backward MAC/cycle"]
     lat = pd.read_csv(results / "table2" / "latency.csv")
     assert list(lat.deployment) == ["deployed", "deployed"] and list(lat.placement) == ["fit", "fit"]
     for r in lat.itertuples():
@@ -488,6 +500,7 @@ def test_real_deployed_steps_end_to_end(tmp_path, capsys):
         parts = r.compute_task_s + r.dma_wait_task_s + r.ext_wait_task_s + r.overhead_task_s
         assert parts == pytest.approx(r.total_task_s)
         assert r.bw_mac_per_cycle == pytest.approx(r.batch * r.bw_macs_per_sample / r.bw_cycles_per_batch, abs=1e-4)
+    assert f"{lat.bw_mac_per_cycle.min():.2f}" in out[2] and f"{lat.total_task_s.max():.2f} s" in out[1]
     kern = pd.read_csv(results / "table2" / "kernels.csv")
     assert kern.ok.all() and kern.stage.str.len().gt(0).all()
     layers = pd.read_csv(results / "table2" / "layers.csv")
@@ -501,11 +514,27 @@ def test_real_deployed_steps_end_to_end(tmp_path, capsys):
     assert (plans.first_index <= plans.last_index).all() and plans.bytes.gt(0).all()
     assert {"w:classifier", "dw:classifier", "xs:classifier"} <= set(plans[plans.layer_id == 2].tensor)
     assert "plans.csv" in meta["files"]
+    # the recorded whole step: every stage once per run, in the stages track, and the cores and DMAs
+    from tests.test_timeline import check_trace
+    doc = json.loads((results / "table2" / "timeline.json").read_text())
+    per = check_trace(doc, expect=("stages", "FC", "PE0", "PE7", "cluster DMA"))
+    o = doc["otherData"]
+    assert o["numpy_check"].endswith("tensors agree") and o["point"]["layer_id"] == 2
+    runs = sum(s["runs"] for s in o["stages"])
+    assert len(per["stages"]) == runs and {e["name"].split(":")[0] for e in per["stages"]} >= {"fw", "bw", "update"}
+    stamp = (results / "table2" / "timeline.json").stat().st_mtime_ns
     res = pipeline.run_experiment(str(path), results=results, progress=False)
     assert res.outcome.ran == 0
+    assert (results / "table2" / "timeline.json").stat().st_mtime_ns == stamp     # same key: not simulated again
     from harness.experiments import report
     page, n = report.build(results, tmp_path / "out")
-    assert 'id="fig-breakdown-paper-' in page.read_text() and n >= 2
+    html = page.read_text()
+    for fig_id in ("fig-breakdown-table2", "fig-pareto-table2-paper", "fig-plan-table2", "fig-timeline-table2",
+                   "fig-model-table2-paper"):
+        assert f'id="{fig_id}"' in html
+    assert n == 5 and "xs:classifier" in html
+    rendered = render(page, tmp_path)
+    assert rendered["plots"] == n and rendered["tables"] == 2 and rendered["errors"] == 0
 
 
 # ---- report ----
@@ -523,7 +552,6 @@ def _report_inputs(tmp_path, fake_kernels):
 
 @pytest.mark.e2e
 def test_report_figures(tmp_path, fake_kernels):
-    import re
     results = _report_inputs(tmp_path, fake_kernels)
     acc = tmp_path / "acc.csv"
     pd.DataFrame([{"net": "phinet(alpha=0.25,num_classes=4,num_layers=3,resolution=8)", "dataset": "cifar10",
@@ -532,13 +560,29 @@ def test_report_figures(tmp_path, fake_kernels):
     from harness.experiments import report
     path, n = report.build(results, tmp_path / "out", acc)
     html = path.read_text()
-    for fig_id in ("fig-pareto-paper", "fig-accuracy-paper", "fig-kernels-paper", "fig-kernels-pulp-open",
-                   "fig-breakdown-paper-", "fig-model-paper"):
-        assert f'id="{fig_id}' in html
-    assert html.count("<svg") == n == 6
-    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//|<link|url\(\s*["\']?http', html)   # offline
+    for fig_id in ("fig-pareto-fig4-paper", "fig-accuracy-paper", "fig-kernels-paper", "fig-kernels-pulp-open",
+                   "fig-breakdown-fig4", "fig-model-fig4-paper"):
+        assert f'id="{fig_id}"' in html
+    assert html.count('<figure class="plot"') == n == 6
+    assert offline(html)
+    assert "no energy columns" in html and "fig-energy" not in html
     without, n2 = report.build(results, tmp_path / "out2")
     assert n2 == 5 and "No accuracy CSV" in without.read_text()
+    # energy columns (written by experiments that measure energy): two more plots per platform
+    lat = pd.read_csv(results / "fig4" / "latency.csv")
+    lat["task_energy_J"] = lat.total_task_s * 0.01
+    lat["bw_energy_J"] = lat.bw_ms * 1e-5
+    lat.to_csv(results / "fig4" / "latency.csv", index=False)
+    energy, n3 = report.build(results, tmp_path / "out3")
+    text = energy.read_text()
+    assert n3 == 7 and 'id="fig-energy-memory-fig4-paper"' in text and 'id="fig-latency-energy-fig4-paper"' in text
+
+
+def offline(html: str) -> bool:
+    """Nothing the page loads comes from elsewhere: no script or style by URL, no link, no frame."""
+    import re
+    tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", html)
+    return not any(re.search(r"\b(src|href)\s*=", t) for t in tags)
 
 
 def test_report_errors(tmp_path, capsys):
@@ -557,22 +601,39 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def render(page: Path, tmp_path: Path) -> dict:
+    """Open the page in headless Chromium with no network: what its glue counted (figures drawn,
+    tables built, script errors) and the console's errors."""
+    import re
+    import subprocess
+    if _chromium() is None:
+        pytest.skip("chromium not installed (make toolchain installs Debian's chromium)")
+    proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND",
+                           "--virtual-time-budget=15000", "--enable-logging=stderr", "--v=0", "--dump-dom",
+                           page.resolve().as_uri()], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = {k: re.search(rf'data-{k}-rendered="(\d+)"' if k != "errors" else r'data-errors="(\d+)"', proc.stdout)
+           for k in ("plots", "tables", "errors")}
+    assert all(got.values()), "the page's glue did not run"
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln and re.search(r"error|uncaught|failed", ln, re.I)]
+    assert not console, console
+    out = {k: int(m.group(1)) for k, m in got.items()}
+    out["figures"] = len(re.findall(r'<figure class="plot" id="fig-', proc.stdout))
+    out["main_svgs"] = len(re.findall(r'<svg class="main-svg"', proc.stdout))
+    return out
+
+
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed (make toolchain installs Debian's chromium)")
 @pytest.mark.e2e
 def test_report_renders_in_headless_chromium(tmp_path, fake_kernels):
-    import re
-    import subprocess
     from harness.experiments import report
     results = _report_inputs(tmp_path, fake_kernels)
     path, n = report.build(results, tmp_path / "out")
-    proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.resolve().as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    m = re.search(r'data-plots-rendered="(\d+)"', proc.stdout)
-    assert m, "the page's script did not run"
-    assert int(m.group(1)) == n >= 5
-    assert len(re.findall(r'<figure class="plot" id="fig-', proc.stdout)) == n
+    got = render(path, tmp_path)
+    assert got["plots"] == got["figures"] == n >= 5
+    assert got["main_svgs"] >= n and got["errors"] == 0
+    assert got["tables"] == 3      # fig4's latency and kernel tables, the kernel benchmark's table
 
 
 @pytest.mark.e2e

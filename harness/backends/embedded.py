@@ -44,16 +44,17 @@ def version() -> str:
 
 
 def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str | None = None,
-        read: dict | None = None, preload: list | None = None) -> dict:
+        read: dict | None = None, preload: list | None = None, timeline=None) -> dict:
     """Run an ELF to completion. Returns the result schema shared by every backend.
     `read` maps names to (address, bytes), or (external memory, offset, bytes), to fetch after the run
     (result["memory"]); `preload` lists (address, data) or (external memory, offset, data) to place
-    before the program starts ("hyperram" or "flash": contents the program finds there)."""
+    before the program starts ("hyperram" or "flash": contents the program finds there). With a
+    `timeline` (harness.timeline.Request) the simulator records one: result["timeline"]."""
     with hosttime.phase("simulate"):
-        return _run(elf_path, platform, max_cycles, trace, read, preload)
+        return _run(elf_path, platform, max_cycles, trace, read, preload, timeline)
 
 
-def _run(elf_path, platform: Platform, max_cycles, trace, read, preload) -> dict:
+def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timeline) -> dict:
     sim = simulator()
     limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= UINT64_MAX:
@@ -76,6 +77,10 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload) -> dict
     lo, hi = prog.text_range
     if hi > lo:
         m.set_text(lo, hi)
+    names = None
+    if timeline is not None:
+        from harness import timeline as tlmod
+        names = tlmod.arm(m, prog, timeline)
     m.start(prog.entry)
     r = m.run(limit, trace or "")
     cores = r["cores"]
@@ -98,6 +103,8 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload) -> dict
     }
     if "trace_error" in r:
         out["trace_error"] = r["trace_error"]
+    if timeline is not None:
+        out["timeline"] = tlmod.collect(m, names, timeline, 1 + int(platform.sim_config()["cluster.cores"]))
     if read:
         out["memory"] = {name: (m.read_external(*where) if isinstance(where[0], str) else m.read(*where))
                          for name, where in read.items()}

@@ -11,6 +11,7 @@ from rich.table import Table
 from harness import platform as platforms
 from harness import paths, validate
 from harness.commands.layers import add_net_arguments, console
+from harness.commands.run import add_timeline_arguments, timeline_request
 from harness.commands.memory import _check_p
 from harness.deploy import task as taskmod
 from harness.deploy.runner import Point, plan_of, run_step, stage_jobs
@@ -39,10 +40,13 @@ def add_arguments(p) -> None:
     p.add_argument("--jobs", type=validate.jobs_arg(),
                    help="parallel stage programs for the composition (default: host cores)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    add_timeline_arguments(p, "FILE", "write a timeline of the whole step's program to FILE (Chrome trace-event "
+                                      "JSON, for Perfetto or chrome://tracing): its stages, per-core states and "
+                                      "calls, both DMAs, counters")
 
 
-def compare(pt: Point, jobs: int | None = None, progress: bool = True) -> dict:
-    whole = run_step(pt)
+def compare(pt: Point, jobs: int | None = None, progress: bool = True, timeline=None) -> dict:
+    whole = run_step(pt, timeline=timeline)
     plan, sjobs = stage_jobs(pt)
     step = plan.step
     outcome = execute.run_specs({j.name: j for j in sjobs}, jobs=jobs, cache=cachemod.Cache(),
@@ -65,11 +69,15 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True) -> dict:
             "composed_cycles": composed, "difference": diff, "agree": abs(diff) <= AGREEMENT,
             "phases": {k: {"whole": v[0], "composed": v[1]} for k, v in phases.items()},
             "checks": whole["checks"], "ok": whole["ok"], "instructions": whole["instructions"],
-            "host_seconds": whole["host_seconds"]}
+            "host_seconds": whole["host_seconds"], "timeline": whole["timeline"]}
 
 
 def run(args) -> int:
     _check_p(args.p)
+    req = timeline_request(args)
+    if req is not None:
+        from harness import timeline
+        timeline.check_output(args.timeline, "--timeline")
     paths.output_dir(cachemod.results_root(), "results directory")   # the stages' cache, before the step runs
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
@@ -82,7 +90,14 @@ def run(args) -> int:
         chunks = (args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t)
     pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
                overrides, chunks=chunks)
-    doc = compare(pt, args.jobs, progress=not args.json)
+    doc = compare(pt, args.jobs, progress=not args.json, timeline=req)
+    rec = doc.pop("timeline")
+    if req is not None:
+        trace = timeline.to_trace(rec, platforms.load(pt.platform).clock_hz,
+                                  f"training step of {pt.net} {pt.dataset}, layer_id {pt.layer_id}, p {pt.p:g}, "
+                                  f"placement {pt.placement}", pt.platform)
+        timeline.write(args.timeline, trace)
+        doc["timeline"] = {"path": str(args.timeline), "events": len(trace["traceEvents"])}
     if args.json:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -106,4 +121,6 @@ def run(args) -> int:
                   f"(loss, weight gradients, updated weights)" + (f"; [red]wrong: {', '.join(bad)}[/red]" if bad else ""))
         out.print(f"agreement within {100 * AGREEMENT:g} %: {'yes' if doc['agree'] else '[red]no[/red]'}; "
                   f"{doc['instructions']:,} instructions simulated in {doc['host_seconds']:.1f} s")
+        if req is not None:
+            out.print(f"timeline: {args.timeline} ({doc['timeline']['events']:,} trace events)")
     return 0 if doc["ok"] and doc["agree"] else 1

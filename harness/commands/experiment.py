@@ -30,6 +30,9 @@ def add_arguments(p) -> None:
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="results directory (default: results/, or $PULP_ODL_RESULTS)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no tables, only the summary lines")
+    p.add_argument("--headline", action="store_true",
+                   help="latency experiments: three lines (memory, latency per task, backward MAC/cycle) instead of "
+                        "the table")
 
 
 def _isolated_beside(res):
@@ -51,7 +54,10 @@ def run(args) -> int:
                                   use_cache=not args.no_cache, results=args.results, console=err,
                                   progress=not args.quiet, deployment=args.deployment)
     out = stdout_console()
-    if not args.quiet:
+    if args.headline and "latency" in res.frames:
+        for line in tables.headline(res.frames["latency"]):
+            out.print(line, highlight=False)
+    elif not args.quiet:
         title = f"{res.plan.experiment.name}: {res.plan.experiment.description}"
         if "latency" in res.frames:
             out.print(tables.latency_table(res.frames["latency"], title, isolated=_isolated_beside(res)))

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from harness import platform as platmod
 from harness import paths, validate
+from harness.commands.run import add_timeline_arguments, timeline_request
 from harness.errors import UserError
 from harness.kernels import runner
 from harness.kernels import spec as specmod
@@ -40,6 +41,8 @@ def add_arguments(p):
                    "directory, or one an earlier --keep wrote)")
     p.add_argument("--backend", choices=("embedded", "gvsoc"), default="embedded",
                    help="simulator to run on (gvsoc: see 'Running on GVSoC' in the README)")
+    add_timeline_arguments(p, "DIR", "write a timeline of each step's program to DIR/STEP.json (Chrome trace-event "
+                                     "JSON, for Perfetto or chrome://tracing)")
 
 
 def specs_from_args(a) -> list:
@@ -57,14 +60,27 @@ def run(args) -> int:
     from pathlib import Path
 
     specs = specs_from_args(args)
+    req = timeline_request(args, args.backend)
+    if req is not None and args.keep and paths.same_file(args.keep, args.timeline):
+        raise UserError(f"--timeline {args.timeline}: is also the --keep directory; give two directories")
     if args.keep:
         runner.check_keep_dir(Path(args.keep), [sp.step for sp in specs])
+    if req is not None:
+        from harness import timeline
+        timeline.check_output_dir(args.timeline, "--timeline")
     rows = []
     for sp in specs:
         work = Path(args.keep) / sp.step if args.keep else None
         try:
             with paths.user_path(work or Path("."), "--keep directory"):
-                rows.append(runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend))
+                row = runner.run_spec(sp, workdir=work, keep=bool(args.keep), backend=args.backend, timeline=req)
+            if req is not None:
+                path = Path(args.timeline) / f"{sp.step}.json"
+                doc = timeline.to_trace(row.pop("timeline"), platmod.load(sp.platform).clock_hz,
+                                        f"{sp.name} ({sp.step})", sp.platform)
+                timeline.write(path, doc)
+                row["timeline"] = str(path)
+            rows.append(row)
         except (UserError, KeyboardInterrupt):
             if rows and not args.json:   # the steps that finished are shown before the error
                 _table(rows)

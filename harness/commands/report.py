@@ -10,7 +10,8 @@ from harness.experiments import report
 from harness.experiments.cache import results_root
 
 NAME = "report"
-HELP = "write results/report/index.html: Pareto, kernel efficiency, stall/DMA breakdown, model vs measured"
+HELP = ("write results/report/index.html, an offline interactive dashboard: latency tables, where the cycles go, "
+        "Pareto plots, memory plans, a training step's timeline, kernel tables")
 ORDER = 47
 
 
@@ -23,12 +24,13 @@ def add_arguments(p) -> None:
 
 
 def _is_report(path: Path) -> bool:
-    """An existing index.html the report may replace: empty or one it wrote (its title)."""
+    """An existing index.html the report may replace: empty or one it wrote (its generator line, or
+    the title of earlier pages)."""
     try:
         head = path.read_bytes()[:4096]
     except OSError:
         return False
-    return head == b"" or b"<h1>pulp-odl:" in head
+    return head == b"" or f'content="{report.GENERATOR}"'.encode() in head or b"<h1>pulp-odl:" in head
 
 
 def run(args) -> int:
@@ -44,5 +46,6 @@ def run(args) -> int:
                               inputs=[args.accuracy] if args.accuracy else [])
     with paths.user_path(index, "--output directory"):
         path, n = report.build(results, outdir, args.accuracy)
-    console().print(f"wrote {path} ({n} figures)")
+    console().print(f"dashboard: {path} ({n} figure{'' if n == 1 else 's'}; one file that works offline: open it in a "
+                    "browser)", highlight=False)
     return 0

@@ -40,6 +40,28 @@ def add_arguments(p):
     p.add_argument("--trace", metavar="FILE", help="write one line per executed instruction to FILE")
     p.add_argument("--backend", choices=sorted(BACKENDS), default="embedded",
                    help="embedded (pulp-odl's own simulator, default) or gvsoc (an installed GVSoC, pulp-open only)")
+    add_timeline_arguments(p, "FILE", "write a timeline of the run to FILE (Chrome trace-event JSON, for Perfetto "
+                                      "or chrome://tracing): per-core states and calls, both DMAs, counters")
+
+
+def add_timeline_arguments(p, metavar: str, text: str) -> None:
+    p.add_argument("--timeline", metavar=metavar, help=text)
+    p.add_argument("--timeline-window", type=validate.window_arg(), metavar="FROM:TO",
+                   help="record the timeline only from cycle FROM to cycle TO (either may be left out), "
+                        "at a finer sample period")
+
+
+def timeline_request(args, backend: str = "embedded"):
+    """The timeline a command line asks for (harness.timeline.Request), or None; refuses what no
+    backend can record."""
+    if getattr(args, "timeline_window", None) is not None and args.timeline is None:
+        raise UserError("--timeline-window: needs --timeline; name the file (or directory) to write")
+    if args.timeline is None:
+        return None
+    if backend != "embedded":
+        raise UserError(f"--timeline: the {backend} backend records no timeline; use the embedded backend")
+    from harness import timeline
+    return timeline.request(args.timeline_window)
 
 
 def exit_status(result: dict) -> int:
@@ -54,9 +76,22 @@ def run(args) -> int:
     if args.trace is not None:
         paths.output_file(args.trace, "--trace", inputs=[args.elf] if os.path.exists(args.elf) else [],
                           owned=_is_trace, kind="an instruction trace")
+    req = timeline_request(args, getattr(args, "backend", "embedded"))
+    if req is not None:
+        from harness import timeline
+        timeline.check_output(args.timeline, "--timeline",
+                              inputs=[p for p in (args.elf, args.trace) if p and os.path.exists(p)])
+        if args.trace is not None and paths.same_file(args.trace, args.timeline):
+            raise UserError(f"--timeline {args.timeline}: is also the --trace file; give two paths")
     extra = {"stats": True} if backend is gvsoc else {}  # whole-run cycles from a second, profiling run
+    if req is not None:
+        extra["timeline"] = req
     with paths.user_path(args.trace or args.elf, "--trace path"):
         res = backend.run(args.elf, plat, max_cycles=args.max_cycles, trace=args.trace, **extra)
+    if req is not None:
+        doc = timeline.to_trace(res.pop("timeline"), plat.clock_hz, os.path.basename(args.elf), plat.name)
+        timeline.write(args.timeline, doc)
+        res["timeline"] = {"path": str(args.timeline), "events": len(doc["traceEvents"])}
     try:
         if args.json:
             print(json.dumps(res))
@@ -87,6 +122,8 @@ def _report(res: dict) -> None:
             t.add_row(f"stall: {k}", f"{v:,}")
     if res["status"] == "exit":
         t.add_row("exit code", str(res["exit_code"]))
+    if res.get("timeline"):
+        t.add_row("timeline", f"{res['timeline']['path']} ({res['timeline']['events']:,} trace events)")
     if res["mips"] is not None:
         t.add_row("simulated", f"{res['mips']:.1f} M instr/s ({res['host_seconds']:.3f} s)")
     else:

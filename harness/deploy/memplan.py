@@ -93,13 +93,17 @@ class MemoryPlan:
 
     def rows(self) -> list[dict]:
         seq = self.step.sequence()
+        life = lifetimes(self.step)
         out = []
         for name, h in sorted(self.homes.items(), key=lambda kv: (kv[1].memory, kv[1].offset)):
             t = self.step.tensors.get(name)
+            # when it holds data: a per-chunk tensor once per chunk (first..last is their hull)
+            iv = life.get(name, [(h.first, h.last)])
             out.append({"tensor": name, "role": t.role if t else "scratch", "home": h.memory, "offset": h.offset,
                         "bytes": h.nbytes, "first": seq[h.first][0].name if 0 <= h.first < len(seq) else "",
                         "last": seq[h.last][0].name if 0 <= h.last < len(seq) else "",
-                        "first_index": h.first, "last_index": h.last, "scope": t.scope if t else ""})
+                        "first_index": h.first, "last_index": h.last, "scope": t.scope if t else "",
+                        "intervals": ";".join(f"{a}-{b}" for a, b in iv)})
         return out
 
 

@@ -356,8 +356,9 @@ def _check_external(plan: MemoryPlan, nbytes: dict, what: str) -> None:
 
 
 def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
-            what: str) -> tuple[dict, dict]:
-    """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes})."""
+            what: str, timeline=None) -> tuple[dict, dict]:
+    """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes}). With a
+    `timeline` request the run is recorded (result["timeline"])."""
     step = plan.step
     plat = plan.platform
     images = {n: image(step, n, env.a[n]) for n in inputs}
@@ -378,7 +379,7 @@ def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[
             nbytes = sizes[n]
             w = _where(elf, plan, n)
             reads[n] = (w[0], w[1], nbytes) if isinstance(w, tuple) else (w, nbytes)
-        res = embedded.run(elf_path, plat, read=reads, preload=pre)
+        res = embedded.run(elf_path, plat, read=reads, preload=pre, timeline=timeline)
     if res["status"] != "exit" or res["exit_code"] != 0:
         f = res.get("fault") or {}
         raise UserError(f"{what}: the program did not finish ({res['status']}: {f.get('kind', '')} {f.get('detail', '')})")
@@ -450,16 +451,19 @@ def _checked_row(plan, st, variant, prog, name, env, before, chunk, res, mem) ->
 
 # ---------------------------------------------------------------- a whole step
 
-def run_step(pt: Point, tol_rel: float = 2.0 ** -5) -> dict:
+def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
     """One epoch-1 training step as one program, checked end to end: the loss and every weight
     gradient against the NumPy step (normwise, relative to the sum of |terms| where the terms of a
     gradient cancel; the tolerance is about wiring, see docs/deploy.md), every updated weight bit for
     bit against the SGD of the program's own gradient.
-    Returns the measured stage cycles and the checks."""
+    Returns the measured stage cycles and the checks; with a `timeline` request (harness.timeline)
+    also the run's recording, its stage functions named after their stages."""
     plan = plan_of(pt)
     step = plan.step
     gen = Gen(plan, plan.platform)
     prog = progmod.step_program(gen, step)
+    if timeline is not None:
+        timeline.stages = {sc.fn: stage_label(sc.stage, sc.variant) for sc in prog.codes}
     rng = np.random.default_rng(SEED)
     inputs = [n for n, t in step.tensors.items()
               if n in plan.homes and t.role in ("weight", "bias", "input", "label", "replay")]
@@ -468,7 +472,7 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5) -> dict:
     env = random_env(step, inputs, rng)
     finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
               (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
-    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step")
+    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step", timeline)
     ref.run_step(env)
     checks = {}
     ok = True
@@ -509,4 +513,9 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5) -> dict:
         stages.append({"stage": sc.stage.name, "variant": sc.variant, "phase": sc.stage.phase, **s})
     return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": sum(s["cycles"] for s in stats),
             "stages": stages, "checks": checks, "ok": ok, "instructions": res["instructions"],
-            "host_seconds": res["host_seconds"]}
+            "host_seconds": res["host_seconds"], "timeline": res.get("timeline")}
+
+
+def stage_label(st: Stage, variant: str = "") -> str:
+    """A stage as a timeline names it: its phase and name (e.g. 'bw: blocks.8.pw.wg')."""
+    return f"{st.phase}: {st.name}{' (' + variant + ')' if variant else ''}"

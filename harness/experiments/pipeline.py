@@ -60,6 +60,9 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
                       f"(e.g. {first}: {why})")
     with paths.user_path(outdir, "--results directory"):
         frames = tables.write_results(plan, outcome, outdir)
+        if exp.kind == "latency" and exp.deployment == "deployed" and exp.timeline:
+            from harness.experiments import steptimeline
+            steptimeline.write(plan, outdir, console)
     return Result(plan, outcome, outdir, frames)
 
 

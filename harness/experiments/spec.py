@@ -29,7 +29,8 @@ EXPERIMENT_DIR = ROOT / "experiments"
 KINDS = ("latency", "kernels")
 
 _TOP = {"experiment", "sweep", "kernel"}
-_EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement", "deployment", "placements"}
+_EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement", "deployment", "placements", "timeline"}
+_TIMELINE = {"net", "dataset", "layer_id", "p", "placement"}
 DEPLOYMENTS = ("deployed", "isolated")
 PLACEMENTS = ("fit", "method")
 _SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl"}
@@ -83,6 +84,9 @@ class Experiment:
     kernels: tuple[KernelGeometry, ...] = ()
     deployment: str = "deployed"       # latency: whole-step deployment, or today's isolated per-op kernels
     placements: tuple[str, ...] = ("fit",)
+    # deployed latency: the point whose whole training step also runs as one program with a timeline
+    # (results/NAME/timeline.json): net, dataset, layer_id, p, placement
+    timeline: dict | None = field(default=None, hash=False, compare=False)
 
     def with_platforms(self, platforms: tuple[str, ...]) -> "Experiment":
         return replace(self, platforms=platforms)
@@ -93,8 +97,9 @@ class Experiment:
         if deployment == self.deployment:
             return self
         # Results of the other deployment go beside the experiment's own (results/table2-isolated/), so
-        # that the two can be read side by side.
-        return replace(self, deployment=deployment, name=f"{self.name}-{deployment}")
+        # that the two can be read side by side; a step timeline belongs to deployed steps.
+        return replace(self, deployment=deployment, name=f"{self.name}-{deployment}",
+                       timeline=self.timeline if deployment == "deployed" else None)
 
 
 def available() -> list[str]:
@@ -151,8 +156,14 @@ def load(name_or_path: str) -> Experiment:
         for pl in placements:
             if pl not in PLACEMENTS:
                 raise UserError(f"{where}: [experiment] placements holds '{pl}'; choose from {', '.join(PLACEMENTS)}")
-        return Experiment(**common, sweeps=tuple(_sweep(where, i, s) for i, s in enumerate(sweeps, 1)),
-                          deployment=deployment, placements=placements)
+        sweeps = tuple(_sweep(where, i, s) for i, s in enumerate(sweeps, 1))
+        timeline = _timeline(where, head["timeline"], sweeps, placements) if "timeline" in head else None
+        if timeline is not None and deployment != "deployed":
+            raise UserError(f"{where}: [experiment] timeline runs a deployed training step; it needs deployment "
+                            "= \"deployed\"")
+        return Experiment(**common, sweeps=sweeps, deployment=deployment, placements=placements, timeline=timeline)
+    if "timeline" in head:
+        raise UserError(f"{where}: [experiment] timeline belongs to latency experiments")
     if "sweep" in raw:
         raise UserError(f"{where}: a kernels experiment takes [[kernel]] tables, not [[sweep]]")
     if {"deployment", "placements"} & set(head):
@@ -165,6 +176,26 @@ def load(name_or_path: str) -> Experiment:
     placement = head.get("placement")
     return Experiment(**common, kernels=tuple(_kernel(where, i, t, steps, ps, placement)
                                               for i, t in enumerate(tables, 1)))
+
+
+def _timeline(where: str, t, sweeps: tuple, placements: tuple) -> dict:
+    """[experiment] timeline: one point of the sweeps (placement: the first of the experiment's by
+    default)."""
+    what = "[experiment] timeline"
+    _entry(where, what, t, _TIMELINE, ("net", "dataset", "layer_id", "p"))
+    pick = {"net": t["net"], "dataset": t["dataset"], "layer_id": t["layer_id"], "p": t["p"],
+            "placement": t.get("placement", placements[0])}
+    if isinstance(pick["p"], (int, float)) and not isinstance(pick["p"], bool):
+        pick["p"] = float(pick["p"])
+    for sw in sweeps:
+        if (sw.net == pick["net"] and pick["dataset"] in sw.datasets and pick["layer_id"] in sw.layer_ids
+                and pick["p"] in sw.p and pick["placement"] in placements):
+            return pick
+    points = "; ".join(f"{sw.net} {'/'.join(sw.datasets)} layer_id {'/'.join(map(str, sw.layer_ids))} "
+                       f"p {'/'.join(f'{p:g}' for p in sw.p)}" for sw in sweeps)
+    raise UserError(f"{where}: {what} names no point of the experiment ({pick['net']}, {pick['dataset']}, "
+                    f"layer_id {pick['layer_id']}, p {pick['p']}, placement {pick['placement']}); choose one of: "
+                    f"{points}, placement {'/'.join(placements)}")
 
 
 def _keys(where: str, table: str, d: dict, valid: set) -> None:

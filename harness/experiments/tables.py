@@ -290,6 +290,37 @@ def latency_table(df: pd.DataFrame, title: str, isolated: pd.DataFrame | None = 
     return t
 
 
+def headline(df: pd.DataFrame) -> list[str]:
+    """Three lines on a latency table: training memory, latency per task and the backward step's
+    MAC/cycle, each from its smallest to its largest point."""
+    if df.empty:
+        return ["memory: no point complete", "latency per task: no point complete", "backward MAC/cycle: -"]
+    vary = [c for c in ("platform", "net", "dataset", "placement") if c in df.columns and df[c].nunique() > 1]
+
+    def who(r) -> str:
+        return ", ".join([str(r[c]) for c in vary] + [f"layer_id {int(r['layer_id'])}", f"p {r['p']:g}"])
+
+    def span(col: str, fmt: str) -> str:
+        lo, hi = df.loc[df[col].idxmin()], df.loc[df[col].idxmax()]
+        if lo[col] == hi[col]:
+            return f"{fmt.format(lo[col])} (every point)"
+        return f"{fmt.format(lo[col])} ({who(lo)}) to {fmt.format(hi[col])} ({who(hi)})"
+
+    clocks = sorted({int(c) for c in df.clock_hz}) if "clock_hz" in df.columns else []
+    at = f" at {', '.join(f'{c / 1e6:g} MHz' for c in clocks)}" if clocks else ""
+    lines = [f"memory: training memory M {span('M_MB', '{:.3f} MB')}; replay buffer "
+             f"{df.S_replay_MB.min():.2f} to {df.S_replay_MB.max():.2f} MB",
+             f"latency per task: {span('total_task_s', '{:.2f} s')}{at} (forward {df.fw_task_s.min():.2f} to "
+             f"{df.fw_task_s.max():.2f} s, update {df.update_task_s.min():.2f} to {df.update_task_s.max():.2f} s)"]
+    if "bw_mac_per_cycle" in df.columns:
+        peaks = sorted({peak_mac_per_cycle(p) for p in df.platform})
+        lines.append(f"backward MAC/cycle: {span('bw_mac_per_cycle', '{:.2f}')}, of at most "
+                     f"{'/'.join(f'{p:g}' for p in peaks)}")
+    else:
+        lines.append("backward MAC/cycle: not in this table")
+    return lines
+
+
 def kernel_table(df: pd.DataFrame, title: str) -> Table:
     t = Table(title=title)
     for head in ("kernel", "cycles", "MACs", "MAC/cycle", "of peak", "DMA wait", "overhead", "tiles", "top stall"):

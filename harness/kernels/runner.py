@@ -136,7 +136,9 @@ def check_keep_dir(keep: Path, steps: list[str]) -> None:
 
 
 def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, backend: str = "embedded",
-             prepared: Prepared | None = None) -> dict:
+             prepared: Prepared | None = None, timeline=None) -> dict:
+    """The checked result row of one kernel; with a `timeline` request (harness.timeline), the
+    simulator's recording of the run under row["timeline"]."""
     plat = platmod.load(spec.platform)
     prepared = prepared or prepare(spec)
     ins, prog = prepared.inputs, prepared.program
@@ -169,13 +171,16 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
         if spec.step == "update":
             for sym in prog.inputs:
                 reads[sym] = (program.symbols[sym], prog.inputs[sym].size * 2)
-        res = embedded.run(elf, plat, read=reads)
+        res = embedded.run(elf, plat, read=reads, timeline=timeline)
         src_hash = _source_hash(prog)
     finally:
         if tmp is not None and not keep:
             tmp.cleanup()
     with hosttime.phase("check"):
-        return check(spec, prog, ins, res, src_hash)
+        row = check(spec, prog, ins, res, src_hash)
+    if timeline is not None:
+        row["timeline"] = res["timeline"]
+    return row
 
 
 def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:

@@ -95,6 +95,44 @@ PYBIND11_MODULE(_pulpsim, m) {
         return py::bytes(reinterpret_cast<const char*>(&m[off]), n);
       })
       .def("set_text", &Machine::set_text)
+      // Record a timeline of the next run: spans that overlap [from, to), at most max_samples counter
+      // samples per core and max_spans spans; `functions` lists (entry address, index >= 1) of the
+      // functions whose calls become spans.
+      .def("timeline", [](Machine& mc, uint64_t from, uint64_t to, uint64_t max_samples, uint64_t max_spans,
+                          const std::vector<std::pair<uint32_t, uint32_t>>& functions) {
+        auto tl = std::make_unique<Timeline>();
+        tl->from = from;
+        tl->to = to;
+        tl->max_samples = std::max<uint64_t>(2, max_samples);
+        tl->max_spans = std::max<uint64_t>(1, max_spans);
+        tl->samples.assign(mc.cores.size(), {});
+        tl->frames.assign(mc.cores.size(), {});
+        tl->text_lo = mc.text_lo;
+        tl->func_at.assign((mc.text_hi - mc.text_lo) / 2, 0);
+        for (auto& f : functions)
+          if (f.first - mc.text_lo < mc.text_hi - mc.text_lo) tl->func_at[(f.first - mc.text_lo) >> 1] = f.second;
+        mc.timeline = tl.get();
+        mc.timeline_owner = std::move(tl);
+      }, py::arg("start") = 0, py::arg("end") = UINT64_MAX, py::arg("max_samples") = 4096,
+         py::arg("max_spans") = 2000000, py::arg("functions") = std::vector<std::pair<uint32_t, uint32_t>>())
+      // What the run recorded: spans as packed records (uint32 track, kind; uint64 start, end, a, b),
+      // per core the counter samples (Timeline::NCOUNTERS uint64 each), the final sample period and
+      // the shortest span kept.
+      .def("timeline_data", [](Machine& mc) {
+        py::dict d;
+        Timeline* tl = mc.timeline;
+        if (!tl) return d;
+        d["spans"] = py::bytes(reinterpret_cast<const char*>(tl->spans.data()), tl->spans.size() * sizeof(Timeline::Span));
+        py::list samples;
+        for (auto& v : tl->samples)
+          samples.append(py::bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(uint64_t)));
+        d["samples"] = samples;
+        d["counters"] = (int)Timeline::NCOUNTERS;
+        d["period"] = tl->period;
+        d["min_span"] = tl->min_span;
+        d["dropped"] = tl->dropped;
+        return d;
+      })
       .def("start", &Machine::start_fc)
       .def("run", [](Machine& mc, uint64_t max_cycles, const std::string& trace_path) {
         if (!trace_path.empty()) {
@@ -136,6 +174,11 @@ PYBIND11_MODULE(_pulpsim, m) {
         if (s == Status::Interrupted) {
           PyErr_Restore(etype, evalue, etb);
           throw py::error_already_set();
+        }
+        if (mc.timeline) {
+          uint64_t end = 0;
+          for (auto& c : mc.cores) end = std::max(end, c->cycle);
+          mc.timeline->finish(mc, end);
         }
         py::dict r;
         if (!trace_error.empty()) r["trace_error"] = trace_error;

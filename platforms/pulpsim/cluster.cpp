@@ -70,6 +70,7 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
     c.ready[c.wait_rd] = 0;
   }
   if (resume > c.cycle) {
+    if (c.m->timeline) c.m->timeline->span(c.index, sleep_kind(c, value), c.cycle, resume);
     c.ev[X_WAIT] += resume - c.cycle;
     c.cycle = resume;
   }
@@ -321,6 +322,9 @@ bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
   dma_active |= 1u << tid;
   dma_inflight[tid] = x;
   schedule(x.end, T_DMA_DONE, tid);
+  if (timeline)
+    timeline->span(Timeline::T_CLUSTER_DMA, x.to_l1 ? Timeline::K_DMA_TO_L1 : Timeline::K_DMA_TO_L2, start, x.end, x.len,
+                   (uint64_t)channel | (uint64_t)rows << 8);
   return true;
 }
 
@@ -466,6 +470,9 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
   udma_transfers++;
   h.busy = true;
   schedule(start + dur, T_UDMA_DONE, id);
+  if (timeline)
+    timeline->span(Timeline::T_UDMA, read ? Timeline::K_UDMA_READ : Timeline::K_UDMA_WRITE, start, start + dur, n,
+                   hyper_mem_sel);
   return true;
 }
 

@@ -443,7 +443,7 @@ inline bool Core::is_private(const Insn* d) const {
   }
 }
 
-template <bool TRACE>
+template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
@@ -464,6 +464,13 @@ Status Core::run(uint64_t limit, uint64_t bound) {
         break;
     }
     if (!d) return m->status;
+    if (TIMELINE) {   // before the instruction: its issue cycle, the counters up to it
+      Timeline& tl = *m->timeline;
+      if (cycle >= tl_next) tl.sample(*this);
+      if (!tl.frames[index].empty() && pc == tl.frames[index].back().ra) tl.ret(*this);
+      uint32_t o = (pc - tl.text_lo) >> 1;
+      if (o < tl.func_at.size() && tl.func_at[o]) tl.call(*this);
+    }
     t = cycle;
     extra = 0;
     uint32_t line = pc >> line_shift;
@@ -510,7 +517,9 @@ Status Core::run(uint64_t limit, uint64_t bound) {
   return Status::Running;
 }
 
-template Status Core::run<true>(uint64_t, uint64_t);
-template Status Core::run<false>(uint64_t, uint64_t);
+template Status Core::run<true, false>(uint64_t, uint64_t);
+template Status Core::run<false, false>(uint64_t, uint64_t);
+template Status Core::run<true, true>(uint64_t, uint64_t);
+template Status Core::run<false, true>(uint64_t, uint64_t);
 
 }  // namespace pulpsim

@@ -402,7 +402,8 @@ Status Machine::run(uint64_t max_cycles) {
     } else {
       spin_since = UINT64_MAX;
     }
-    Status s = trace ? c->run<true>(max_cycles, bound) : c->run<false>(max_cycles, bound);
+    Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
+                        : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;
       fault.kind = "cycle limit";

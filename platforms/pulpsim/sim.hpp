@@ -107,6 +107,52 @@ struct ICache {  // set-associative instruction cache with round-robin replaceme
 };
 
 class Machine;
+class Core;
+
+// What a timeline records (pulp-odl's --timeline): spans of the simulator's own events and sampled
+// core counters, only when asked. Recording reads the simulated state and never changes it, and the
+// cores run a separate instantiation of their loop while it is on, so runs without a timeline keep
+// their speed and every run keeps its cycle counts.
+struct Timeline {
+  // A span: [start, end) on a track. Tracks: core index (0 = FC, 1.. = cluster cores), or one of these.
+  enum Track : uint32_t { T_CLUSTER_DMA = 1000, T_UDMA = 1001 };
+  // Kinds of span. Sleeps carry what the core waits for; transfers their direction and memory.
+  enum Kind : uint32_t {
+    K_WFI = 1, K_BARRIER, K_DMA_EVENT, K_EVENT, K_DISPATCH, K_MUTEX,   // a core asleep
+    K_FUNCTION = 16,                                                     // a = function index, b = depth
+    K_DMA_TO_L1 = 32, K_DMA_TO_L2,                                       // a = bytes, b = channel | rows << 8
+    K_UDMA_READ = 48, K_UDMA_WRITE,                                      // a = bytes, b = 0 HyperRAM / 1 flash
+  };
+  struct Span { uint32_t track, kind; uint64_t start, end; uint64_t a, b; };
+  // Counters sampled per core whenever its clock crosses a multiple of `period` cycles.
+  enum Counter { C_CYCLE, C_INSTR, C_ACTIVE, C_FPU_CONT, C_TCDM, C_DEPEND, C_BUS, C_FETCH, C_WAIT, C_MULTI, C_CONTROL,
+                 NCOUNTERS };
+
+  uint64_t from = 0, to = UINT64_MAX;   // the window: what ends before `from` or starts at `to` is left out
+  uint64_t period = 16;                  // cycles between samples; doubles to keep <= max_samples per core
+  uint64_t max_samples = 4096;
+  uint64_t max_spans = 2000000;          // then the shortest spans are dropped (min_span doubles)
+  uint64_t min_span = 0;
+  bool dropped = false;
+  std::vector<Span> spans;
+  std::vector<std::vector<uint64_t>> samples;   // per core: NCOUNTERS values per sample
+
+  // Functions: entry address -> index (1-based, per halfword of the text range), and per core the
+  // frames entered and not yet returned from (a frame returns when the core reaches its return
+  // address with the stack pointer it had on entry).
+  std::vector<uint32_t> func_at;
+  uint32_t text_lo = 0;
+  struct Frame { uint32_t ra, sp, fn; uint64_t start; };
+  std::vector<std::vector<Frame>> frames;
+
+  bool in_window(uint64_t s, uint64_t e) const { return e > from && s < to; }
+  void span(uint32_t track, uint32_t kind, uint64_t s, uint64_t e, uint64_t a = 0, uint64_t b = 0);
+  void record(const Core& c);   // one row of counters, now
+  void sample(Core& c);         // a row when the core's clock has crossed the next period
+  void call(Core& c);
+  void ret(Core& c);
+  void finish(Machine& m, uint64_t end);
+};
 
 struct Fault {
   std::string kind;     // "illegal instruction", "unmapped access", ...
@@ -179,8 +225,9 @@ class Core {
   TIMING_KEYS(PULPSIM_TIMING_MEMBER)
 #undef PULPSIM_TIMING_MEMBER
 
-  template <bool TRACE>
+  template <bool TRACE, bool TIMELINE>
   Status run(uint64_t limit, uint64_t bound);
+  uint64_t tl_next = 0;    // with a timeline: the cycle of the next counter sample
   void reset_scoreboard();
 
   // helpers used by the generated semantics
@@ -395,6 +442,8 @@ class Machine {
   int exit_code = 0;
   Fault fault;
   FILE* trace = nullptr;
+  Timeline* timeline = nullptr;   // recording only when asked (pulp-odl --timeline)
+  std::unique_ptr<Timeline> timeline_owner;
 
   // Host interruption (Ctrl-C, SIGTERM): `poll` is asked every POLL_CYCLES simulated cycles whether
   // to stop. It reads and changes nothing of the simulated state, so no cycle count depends on it.
@@ -421,6 +470,7 @@ class Machine {
   void exit_program(int code);
 };
 
+uint32_t sleep_kind(const Core& c, uint32_t bits);   // Timeline::K_* of what a sleeping core waited for
 std::string disasm(uint32_t word, uint32_t pc, bool fp_separate);
 
 }  // namespace pulpsim
