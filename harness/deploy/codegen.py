@@ -23,7 +23,7 @@ from harness.platform import Platform
 
 TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
-ACT = {"none": 0, "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 L2_BYTES_PER_CYCLE = 8      # cluster DMA (platform dma.bytes_per_cycle is the same on both platforms)
 
@@ -239,7 +239,7 @@ class Gen:
         for tn in _cands(n, 4):
             if ce and tn != n:
                 continue
-            for tm in _cands(m, 4):
+            for tm in _row_cands(m, rows_ps if pool else 0):
                 if pool and tm < m and tm % rows_ps:
                     continue   # a tile of the fused pool holds whole samples
                 if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
@@ -362,7 +362,7 @@ class Gen:
             for tn in _cands(n, 4):
                 if ce and tn != n:
                     continue
-                for tm in _cands(m, 4):
+                for tm in _row_cands(m, rows_ps if pool else 0):
                     if pool and tm < m and tm % rows_ps:
                         continue
                     if mem(tm, tn, tk) > self.budget:
@@ -783,4 +783,14 @@ def _cands(total: int, step: int) -> list[int]:
         if t not in out:
             out.append(t)
         t = t // 2 // step * step if t > 8 * step else t - step
+    return out
+
+
+def _row_cands(m: int, whole: int) -> list[int]:
+    """Row-tile sizes of a product: _cands(m, 4), and when a tile must hold whole samples of `whole`
+    rows (a fused pool), every whole number of samples too (maps of an odd pixel count, e.g. 25 x 5,
+    are rarely a multiple of 4)."""
+    out = _cands(m, 4)
+    if whole:
+        out += [n * whole for n in range(m // whole, 0, -1) if n * whole not in out]
     return out

@@ -260,7 +260,7 @@ class _Walk:
         if trained:
             xs_rows = lay.h_in * lay.w_in
             outs["xs"] = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "chunk_t", lay.name)
-            if lay.act_after in ("hswish", "sigmoid", "relu6"):
+            if lay.act_after in ("hswish", "sigmoid", "relu6", "relu"):
                 how = "pre" if lay.act_after == "hswish" else "post"
                 st = self.tensor(f"stash:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "chunk_t", lay.name)
                 outs["stash"] = st

@@ -21,8 +21,9 @@ F16 = np.float16
 ETA_MM = 2.0 ** -18
 ETA_DW = {"fw": 9 * 2.0 ** -11, "ig": 9 * 2.0 ** -11, "wg": 8 * 2.0 ** -11}
 U = 2.0 ** -10
-SLOPE = {"none": 0.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
-SLOPE_BW = {"relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}   # bound on |act'|: how a gradient's error carries
+SLOPE = {"none": 0.0, "relu": 1.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
+SLOPE_BW = {"relu": 1.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
+EXACT_BW = ("relu", "relu6")     # activations whose backward is a mask: no rounding   # bound on |act'|: how a gradient's error carries
 
 
 def h(x) -> np.ndarray:
@@ -31,6 +32,8 @@ def h(x) -> np.ndarray:
 
 
 def act_fw(act: str, z: np.ndarray) -> np.ndarray:
+    if act == "relu":
+        return np.maximum(z, 0.0)
     if act == "relu6":
         return np.clip(z, 0.0, 6.0)
     if act == "hswish":
@@ -41,6 +44,8 @@ def act_fw(act: str, z: np.ndarray) -> np.ndarray:
 
 
 def act_bw(act: str, st: np.ndarray, g: np.ndarray) -> np.ndarray:
+    if act == "relu":
+        return np.where(st > 0.0, g, 0.0)
     if act == "relu6":
         return np.where((st > 0.0) & (st < 6.0), g, 0.0)
     if act == "hswish":
@@ -94,7 +99,7 @@ def run_stage(env: Env, st: Stage, chunk: int = 0, variant: str = "") -> dict:
         stv = env.get(st, st.ins["stash_out"], chunk)[:, : val.shape[1]]
         act = st.attrs["act_out"]
         g = act_bw(act, stv, val)
-        out[name] = (g, SLOPE_BW[act] * tol + (0.0 if act == "relu6" else U * np.abs(g)) + 2.0 ** -24)
+        out[name] = (g, SLOPE_BW[act] * tol + (0.0 if act in EXACT_BW else U * np.abs(g)) + 2.0 ** -24)
     for name, (ref, _) in out.items():
         env.put(st, name, chunk, ref)
     return out
@@ -170,7 +175,7 @@ def _dz(env, st, chunk):
     dy = env.get(st, st.ins["dy"], chunk)[:, : a["k_out"]]
     if "stash" in st.ins and a["act"] != "none":
         stv = env.get(st, st.ins["stash"], chunk)[:, : a["k_out"]]
-        return act_bw(a["act"], stv, dy), a["act"] == "relu6"
+        return act_bw(a["act"], stv, dy), a["act"] in EXACT_BW
     return dy, True
 
 

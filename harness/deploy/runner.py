@@ -35,6 +35,7 @@ from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.tensors import from_image, to_image
 from harness.nets import build_network, cut_at_layer_id
+from harness.nets.registry import load_weights, net_label
 from harness.schedule import cl_params
 
 INCLUDE = ROOT / "pulp_kernels" / "include"
@@ -57,6 +58,7 @@ class Point:
     network: tuple = ()          # builder keyword arguments (sorted items)
     cl: tuple = ()               # CL parameter overrides (sorted items)
     chunks: tuple = ()           # (frozen, tail) samples per chunk instead of the largest that fit
+    weights: str = "random"      # "model": an ONNX model's initializers instead of random weights
 
 
 @lru_cache(maxsize=64)
@@ -74,6 +76,44 @@ def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> Memory
     if n_f is None:
         return choose_step(cut, pt.p, params, plat, pt.placement)
     return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t), plat, pt.placement)
+
+
+def model_tensors(pt: Point) -> dict:
+    """With `weights="model"`: the weight and bias tensors of every layer of the step in the deployer's
+    layouts (harness.deploy.graph: pw/linear [C_out][C_in], conv [C_out][k k C_in], dw [k k][C], bias one
+    row), from the model's initializers with BatchNorm folded; {} for random weights."""
+    if pt.weights == "random":
+        return {}
+    if pt.weights != "model":
+        raise UserError(f"weights must be 'random' or 'model', got {pt.weights!r}")
+    lw = load_weights(pt.net, pt.dataset, **dict(pt.network))
+    return _deploy_layout(plan_of(pt).step, lw)
+
+
+def _deploy_layout(step: Step, lw: dict) -> dict:
+    out = {}
+    for st in step.stages:
+        lay = st.layer
+        if lay is None or f"w:{lay.name}" in out:
+            continue
+        w = np.asarray(lw[lay.name].w, dtype=np.float64)
+        kind = st.attrs["kind"]
+        if kind == "dw":
+            out[f"w:{lay.name}"] = w[:, 0].reshape(lay.c_out, -1).T
+        elif kind == "conv":
+            out[f"w:{lay.name}"] = w.transpose(0, 2, 3, 1).reshape(lay.c_out, -1)
+        else:
+            out[f"w:{lay.name}"] = w.reshape(lay.c_out, -1)
+        if lw[lay.name].b is not None:
+            out[f"b:{lay.name}"] = np.asarray(lw[lay.name].b, dtype=np.float64)[None, :]
+    return out
+
+
+def weights_digest(pt: Point) -> str:
+    """What a program's data depends on besides the seed: the model file when it gives the weights."""
+    if pt.weights == "random":
+        return "random"
+    return build_network(pt.net, pt.dataset, **dict(pt.network)).config["sha256"]
 
 
 # ---------------------------------------------------------------- one stage on its own
@@ -119,8 +159,9 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
     return local
 
 
-def content(plan: MemoryPlan, st: Stage, variant: str) -> dict:
-    """Everything the stage program depends on, without names of the network around it."""
+def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") -> dict:
+    """Everything the stage program depends on, without names of the network around it (the weights:
+    "random", or the sha256 of the model that gives them, with the layer)."""
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
 
@@ -133,7 +174,9 @@ def content(plan: MemoryPlan, st: Stage, variant: str) -> dict:
             "outs": {k: tdesc(v) for k, v in sorted(st.outs.items())},
             "samples": {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1),
             "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
-            "platform": plan.platform.name, "seed": SEED}
+            "platform": plan.platform.name, "seed": SEED,
+            **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
+               else {"weights": [weights, st.layer.name if st.layer else ""]})}
 
 
 def stage_macs(step: Step, st: Stage) -> int:
@@ -200,7 +243,7 @@ class StageJob:
 
     def run(self) -> dict:
         plan, local, st, prog = self.program()
-        return run_stage_program(local, st, self.variant, prog, self.name)
+        return run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point))
 
 
 def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
@@ -209,10 +252,11 @@ def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
     step = plan.step
     jobs = []
     for st in step.stages + reuse_stages(step):
+        digest = weights_digest(pt)
         for v in progmod.variants(step, st):
-            key = content(plan, st, v)
+            key = content(plan, st, v, digest)
             digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-            label = f"{pt.net}.{st.name}{'.' + v if v else ''}"
+            label = f"{net_label(pt.net)}.{st.name}{'.' + v if v else ''}"
             jobs.append(StageJob(pt, step.n_f, step.n_t, st.name, v, key, f"deploy_{label}_{digest}_{pt.platform}",
                                  stage_macs(step, st)))
     return plan, jobs
@@ -229,9 +273,10 @@ def reuse_stages(step: Step) -> list[Stage]:
 
 # ---------------------------------------------------------------- data
 
-def random_env(step: Step, names: list[str], rng: np.random.Generator) -> ref.Env:
+def random_env(step: Step, names: list[str], rng: np.random.Generator, given: dict | None = None) -> ref.Env:
     """Inputs for a program: weights scaled by 1/sqrt(fan-in), activations in [-1, 1], stashes in the
-    range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks)."""
+    range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks). Tensors in
+    `given` (a model's weights, model_tensors) take those values instead, rounded to FP16."""
     env = ref.Env(step)
     kinds = {f"w:{s.layer.name}": s.attrs["kind"] for s in step.stages if s.layer is not None}
     for n in names:
@@ -258,6 +303,10 @@ def random_env(step: Step, names: list[str], rng: np.random.Generator) -> ref.En
             v = rng.uniform(-1, 1, (lat.rows * step.params.batch, t.cols))
         else:
             v = rng.uniform(-1, 1, shape)
+        if given and n in given:
+            v = given[n]
+            if v.shape != shape:
+                raise UserError(f"{n}: the model gives shape {v.shape}, the step needs {shape}")
         env.a[n] = ref.h(v) if role != "label" else v
     return env
 
@@ -269,6 +318,8 @@ def _stash_values(step: Step, name: str, shape, rng) -> np.ndarray:
         return ref.act_fw("hswish", ref.h(rng.uniform(-4, 4, shape)))
     if act == "hswish":
         return rng.uniform(-4, 4, shape)
+    if act == "relu":
+        return np.maximum(rng.uniform(-1.0, 6.0, shape), 0.0)
     if act == "relu6":
         return np.clip(rng.uniform(-0.5, 6.5, shape), 0.0, 6.0)
     if act == "sigmoid":
@@ -394,11 +445,12 @@ def compare(step: Step, name: str, raw: bytes, want, tol) -> dict:
     return d
 
 
-def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str) -> dict:
+def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str,
+                      given: dict | None = None) -> dict:
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
     rng = np.random.default_rng(SEED)
-    env = random_env(step, ins, rng)
+    env = random_env(step, ins, rng, given)
     chunk = 1 if variant == "acc" else 0
     before = {n: env.a[n].copy() for n in ins}
     res, mem = execute(prog, plan, env, ins, outs, st.name)
@@ -452,7 +504,8 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
               if n in plan.homes and t.role in ("weight", "bias", "input", "label", "replay")]
     # the frozen input is one chunk's images; every chunk of the step reads the same buffer, so the
     # reference uses the same images for every chunk
-    env = random_env(step, inputs, rng)
+    given = model_tensors(pt)
+    env = random_env(step, inputs, rng, given)
     finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
               (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
     res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step")
@@ -464,7 +517,7 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
         t = step.tensors[n]
         g, pad = from_image(mem[n][: env.a[n].shape[0] * t.pitch * 2], env.a[n].shape)
         got[n] = (g.astype(np.float64), pad)
-    init = random_env(step, inputs, np.random.default_rng(SEED)).a
+    init = random_env(step, inputs, np.random.default_rng(SEED), given).a
     for n in finals:
         t = step.tensors[n]
         g, pad = got[n]

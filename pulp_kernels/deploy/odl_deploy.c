@@ -113,15 +113,17 @@ static inline float odl_expf_sel(float x) {
 
 static inline float odl_act_f(int act, float v) {
   if (act == ODL_ACT_RELU6) return odl_clampf(v, 0.0f, 6.0f);
+  if (act == ODL_ACT_RELU) return __builtin_fmaxf(v, 0.0f);
   if (act == ODL_ACT_HSWISH) return v * odl_clampf(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f);
   if (act == ODL_ACT_SIGMOID) return 1.0f / (1.0f + odl_expf_sel(-v));
   return v;
 }
 
 /* Activation derivative times the incoming gradient: from the stashed pre-activation (h-swish) or
- * post-activation (ReLU6: 0 < y < 6; sigmoid: y (1 - y)). */
+ * post-activation (ReLU6: 0 < y < 6; ReLU: y > 0; sigmoid: y (1 - y)). */
 static inline float odl_act_grad(int act, float st, float g) {
   if (act == ODL_ACT_RELU6) return g * (float)((st > 0.0f) & (st < 6.0f));
+  if (act == ODL_ACT_RELU) return g * (float)(st > 0.0f);
   if (act == ODL_ACT_HSWISH) {
     float lo = (float)(st >= -3.0f), hi = (float)(st > 3.0f);
     return g * (lo * (1.0f - hi) * (2.0f * st + 3.0f) * (1.0f / 6.0f) + hi);
@@ -147,6 +149,9 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
     if (act == ODL_ACT_RELU6) {
       uint32_t *v = (uint32_t *)row;
       for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmin_h(pulp_vfmax_h(v[c], 0u), 0x46004600u);
+    } else if (act == ODL_ACT_RELU) {
+      uint32_t *v = (uint32_t *)row;
+      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmax_h(v[c], 0u);
     } else if (act != ODL_ACT_NONE) {
       for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
       if (cols & 1) row[cols] = 0;
@@ -170,6 +175,8 @@ void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, 
         float s = odl_h2f(sr[c]);
         gr[c] &= (f16)(0u - (uint32_t)((s > 0.0f) & (s < 6.0f)));
       }
+    } else if (act == ODL_ACT_RELU) {
+      for (int c = 0; c < cols; c++) gr[c] &= (f16)(0u - (uint32_t)(odl_h2f(sr[c]) > 0.0f));
     } else {
       for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(act, odl_h2f(sr[c]), odl_h2f(gr[c])));
     }

@@ -119,6 +119,7 @@ static inline void odl_run(void (*fn)(void *), void *arg) {
 #define ODL_ACT_RELU6 1
 #define ODL_ACT_HSWISH 2
 #define ODL_ACT_SIGMOID 3
+#define ODL_ACT_RELU 4
 
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep);
 void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act);
