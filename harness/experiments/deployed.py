@@ -61,7 +61,8 @@ def points(exp: Experiment) -> list[DeployedPoint]:
                     for p in sw.p:
                         for placement in exp.placements:
                             dp = DeployPoint(sw.net, dataset, layer_id, p, platform, placement,
-                                             tuple(sorted(sw.network.items())), tuple(sorted(sw.cl.items())))
+                                             tuple(sorted(sw.network.items())), tuple(sorted(sw.cl.items())),
+                                             weights=sw.weights)
                             plan, jobs = stage_jobs(dp)
                             out.append(DeployedPoint(platform, sw, dataset, layer_id, p, placement, plan.step.cut,
                                                      plan.step.params, plan, tuple(jobs)))
