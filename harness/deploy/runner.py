@@ -29,7 +29,7 @@ from harness.backends import embedded
 from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
-from harness.deploy.graph import Stage, Step, build_step
+from harness.deploy.graph import Stage, Step, build_step, deploy_kind
 from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
@@ -97,7 +97,7 @@ def _deploy_layout(step: Step, lw: dict) -> dict:
         if lay is None or f"w:{lay.name}" in out:
             continue
         w = np.asarray(lw[lay.name].w, dtype=np.float64)
-        kind = st.attrs["kind"]
+        kind = deploy_kind(lay)
         if kind == "dw":
             out[f"w:{lay.name}"] = w[:, 0].reshape(lay.c_out, -1).T
         elif kind == "conv":
@@ -184,6 +184,8 @@ def stage_macs(step: Step, st: Stage) -> int:
     ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
     if st.kind == "mm_fw":
         return ns * a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
+    if st.kind == "mm_ig" and a.get("wt"):    # a convolution's input gradient: the MACs of its taps that land
+        return ns * a["useful_macs"]
     if st.kind in ("mm_ig", "mm_wg"):
         return ns * a["h_out"] * a["w_out"] * a["k_in"] * a["k_out"]
     if st.kind == "dw_fw":
@@ -278,7 +280,7 @@ def random_env(step: Step, names: list[str], rng: np.random.Generator, given: di
     range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks). Tensors in
     `given` (a model's weights, model_tensors) take those values instead, rounded to FP16."""
     env = ref.Env(step)
-    kinds = {f"w:{s.layer.name}": s.attrs["kind"] for s in step.stages if s.layer is not None}
+    kinds = {f"w:{s.layer.name}": deploy_kind(s.layer) for s in step.stages if s.layer is not None}
     for n in names:
         t = step.tensors[n]
         rows = t.rows * (t.samples(step) if t.scope != "none" else 1)
@@ -313,7 +315,8 @@ def random_env(step: Step, names: list[str], rng: np.random.Generator, given: di
 
 def _stash_values(step: Step, name: str, shape, rng) -> np.ndarray:
     lay = name.split(":", 1)[1]
-    act = next((s.attrs["act"] for s in step.stages if s.layer is not None and s.layer.name == lay), "none")
+    act = next((s.attrs["act"] for s in step.stages if s.layer is not None and s.layer.name == lay and "act" in s.attrs),
+               "none")
     if name.startswith("sx:"):
         return ref.act_fw("hswish", ref.h(rng.uniform(-4, 4, shape)))
     if act == "hswish":
@@ -528,16 +531,16 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
             a = upd.attrs
             grad = got[upd.ins["dw" if t.role == "weight" else "db"]][0]
             exp = init[n].copy()
-            rows = a["k"] ** 2 if a["kind"] == "dw" else a["k_out"]
             if t.role == "weight":
-                exp[:rows, : a["k_in"]] = ref.sgd_value(exp[:rows, : a["k_in"]], grad[:rows, : a["k_in"]], a["lr"])
+                for wb, gb in ref.sgd_blocks(a):
+                    exp[wb] = ref.sgd_value(exp[wb], grad[gb], a["lr"])
             else:
                 exp[:, : a["k_out"]] = ref.sgd_value(exp[:, : a["k_out"]], grad[:, : a["k_out"]], a["lr"])
             diff = int(np.sum(g != exp))
             checks[n] = {"mismatches": diff, "ok": diff == 0 and not (pad != 0).any()}
         else:
             scale = env.mag.get(n)
-            # a gradient accumulated over chunks: the last chunk's terms stand for the scale
+            # a gradient accumulated over chunks: the terms of all of them make the scale
             rel = ref.rel_error(g, want, scale if scale is not None and scale.shape == want.shape else None)
             checks[n] = {"rel_err": rel, "max_abs_err": float(np.max(np.abs(g - want))) if want.size else 0.0,
                          "max_abs_ref": float(np.max(np.abs(want))) if want.size else 0.0,

@@ -34,9 +34,9 @@ def group(st: Stage) -> str:
         return "fw_tail"
     if st.phase == "update":
         return "sgd"
-    if st.kind in ("mm_wg", "dw_wg"):
+    if st.kind in ("mm_wg", "dw_wg", "wg_cols"):
         return "wg"
-    if st.kind in ("mm_ig", "dw_ig"):
+    if st.kind in ("mm_ig", "dw_ig", "ig_cols", "ig_wt"):
         return "ig"
     return "ops_bw"
 

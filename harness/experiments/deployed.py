@@ -142,7 +142,7 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
                 per = lc.wg
             elif st.kind in ("mm_ig", "dw_ig"):
                 per = lc.ig
-            elif st.kind == "sgd":
+            elif st.kind in ("sgd", "im2col", "wg_cols", "ig_cols", "ig_wt"):
                 per = 0
             ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
             model_macs = None if per is None else per * ns

@@ -278,6 +278,8 @@ class _Importer:
             hint = ""
             if t in ("MaxPool", "AveragePool"):
                 hint = " (pools with a window are not supported: only global average pools)"
+            elif t in ("Softmax", "LogSoftmax"):
+                hint = " (export the logits: training takes the cross-entropy of the classifier's output)"
             self.fail(node, f"op type {t} is not supported{hint}", f"supported: {SUPPORTED_TEXT}")
         handler(node)
 

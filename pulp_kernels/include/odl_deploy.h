@@ -145,6 +145,12 @@ void odl_lib_widen(float *dst, const f16 *src, int n);
 void odl_lib_colsum_acc(float *acc, const f16 *src, int rows, int pitch, int cols);
 void odl_lib_zero_lane(f16 *x, int rows, int p, int ch);
 void odl_lib_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2);
+void odl_lib_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, int cin, int ki, uint32_t neg_lr);
+void odl_im2col_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int oh0, int ih0, int ih1, int wo,
+                     int w, int k, int s, int pt, int pl);
+void odl_dycols_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int ih0, int oh_lo, int oh_hi, int w,
+                     int wo, int k, int s, int pt, int pl);
+void odl_transpose_into(f16 *dst, int dp, const f16 *src, int sp, int ko, int nci, int col0);
 void odl_lib_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left, int k2);
 
 #endif
