@@ -221,3 +221,112 @@ def test_ds_cnn_training_step_on_the_model_weights():
     doc = compare(pt, progress=False)
     assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
     assert abs(doc["difference"]) <= 0.03, doc["phases"]
+
+
+R8 = str(MODELS / "resnet8.onnx")
+
+
+def test_resnet8_step_graph():
+    """ResNet-8 trained from layer2 on: dense convolutions as im2col + products, the strided shortcut's sum
+    (ReLU after it, the pool fused) is the downsample's epilogue, conv2 (the skip operand) takes the sum's
+    gradient, and the block input's gradient sums the two layers reading it."""
+    from harness.deploy import graph
+    from harness.nets import cut_at_layer_id
+    from harness.schedule import cl_params
+    net = onnx_import.load(R8).network
+    step = graph.build_step(cut_at_layer_id(net, 3), 0.7, cl_params("cifar10"), n_f=12, n_t=16)
+    names = [s.name for s in step.stages]
+    down = step.stage("layer3.0.downsample.0.fw")
+    assert down.kind == "mm_fw" and down.ins["x"] == "col:layer3.0.downsample.0" and "skip" in down.ins
+    assert down.outs["pool"] == "act:avgpool" and down.attrs["act"] == "relu"
+    assert step.stage("layer3.0.conv2.wg").ins["dy"] == step.stage("layer3.0.downsample.0.wg").ins["dy"]
+    ig1, ig2 = step.stage("layer3.0.downsample.0.ig"), step.stage("layer3.0.conv1.ig")
+    assert ig2.ins["gskip"] == ig1.outs["dx"] and ig2.outs["dx"] != ig1.outs["dx"]
+    assert names.index("layer3.0.downsample.0.ig") < names.index("layer3.0.conv1.ig")
+    k_in = 22     # kept(0.7, 32)
+    dw = step.tensors["dw:layer3.0.conv1"]
+    assert (dw.rows, dw.cols) == (45, 9 * k_in)
+    assert step.stage("layer3.0.conv1.update").attrs["kind"] == "conv"
+    assert step.stage("layer2.0.conv1.im2col").outs["xs"] == "xs:layer2.0.conv1"
+
+
+def _conv_ref(x, w, s, pad):
+    """Direct convolution (channels last): x (n, h, w, c), w (co, k, k, c)."""
+    n, h, wd, c = x.shape
+    co, k = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    ho, wo = (h + 2 * pad - k) // s + 1, (wd + 2 * pad - k) // s + 1
+    y = np.zeros((n, ho, wo, co))
+    for kh in range(k):
+        for kw in range(k):
+            y += xp[:, kh:kh + s * ho:s, kw:kw + s * wo:s, :] @ w[:, kh, kw, :].T
+    return y
+
+
+@pytest.mark.parametrize("k,s,pad", [(3, 1, 1), (3, 2, 1), (1, 2, 0)])
+def test_conv_lowering_equals_the_direct_convolution(k, s, pad):
+    """The reference of the lowered stages (independent of the C): im2col . W^T is the convolution, and the
+    output gradient gathered per input pixel times W transposed per tap is its input gradient (the adjoint:
+    <conv(x), g> = <x, ig(g)>)."""
+    from harness.deploy import reference as ref
+    rng = np.random.default_rng(0)
+    n, h, c, co = 2, 7, 3, 5
+    ho = (h + 2 * pad - k) // s + 1
+    a = dict(h=h, w=h, h_out=ho, w_out=ho, k=k, stride=s, pad=(pad, pad, pad, pad))
+    x = rng.standard_normal((n, h, h, c))
+    w = rng.standard_normal((co, k, k, c))
+    col = ref._gather_rows(a, c, x.reshape(-1, c), n, True)
+    y = col @ w.reshape(co, -1).T
+    np.testing.assert_allclose(y.reshape(n, ho, ho, co), _conv_ref(x, w, s, pad), atol=1e-12)
+    g = rng.standard_normal((n, ho, ho, co))
+    dcol = ref._gather_rows(a, co, g.reshape(-1, co), n, False)
+    wt = np.concatenate([w[:, t // k, t % k, :].T for t in range(k * k)], axis=1)   # [ci][(tap, co)]
+    dx = dcol @ wt.T
+    assert np.isclose(np.sum(y * g.reshape(-1, co)), np.sum(dx * x.reshape(-1, c)))
+
+
+@needs_clang
+@pytest.mark.parametrize("stage", ["layer2.0.conv1.im2col", "layer2.0.downsample.0.frozen", "layer3.0.downsample.0.fw",
+                                   "layer3.0.conv2.wg_cols", "layer3.0.conv2.wg", "layer3.0.conv2.ig_wt",
+                                   "layer3.0.conv2.ig_cols", "layer3.0.conv2.ig", "layer3.0.conv1.update"])
+def test_resnet8_stage_programs_match_numpy(stage):
+    from harness.deploy import runner
+    plan, jobs = runner.stage_jobs(runner.Point(R8, "cifar10", 2, 0.7, "paper"))
+    row = next(j for j in jobs if j.stage == stage and j.variant == "").run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
+def test_resnet8_stage_programs_on_pulp_open():
+    """The same stages within pulp-open's 64 KiB L1 (bands of rows, sliced reductions)."""
+    from harness.deploy import runner
+    plan, jobs = runner.stage_jobs(runner.Point(R8, "cifar10", 2, 0.7, "pulp-open"))
+    for j in jobs:
+        if j.stage.startswith("layer3.0.conv2.") and j.variant == "":
+            row = j.run()
+            assert row["ok"], (j.stage, row["outputs"])
+
+
+@needs_clang
+def test_resnet8_training_step_through_three_residual_blocks():
+    """layer_id 4: every residual form of the model trained in one program (identity skip, strided 1x1
+    shortcut, ReLU after the sums, two layers reading one block input), 16 chunks of one sample whose
+    weight gradients add in the FP16 accumulators, on the model's initializers."""
+    from harness.commands.deploy import compare
+    from harness.deploy import runner
+    doc = compare(runner.Point(R8, "cifar10", 4, 0.7, "paper", weights="model"), progress=False)
+    assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
+    assert len(doc["checks"]) == 37
+    assert abs(doc["difference"]) <= 0.03, doc["phases"]
+
+
+def test_every_stage_of_the_examples_generates_on_both_platforms():
+    """Every stage of both example models, classifier only and whole network trained (the first layer too:
+    a trained convolution on a 1-channel input), both placements, fits L1 and the slabs on both platforms."""
+    from harness.deploy import runner
+    for name, lids in (("resnet8.onnx", (1, 3, 5)), ("ds_cnn.onnx", (1, 10))):
+        for plat in ("paper", "pulp-open"):
+            for lid in lids:
+                for placement in ("fit", "method"):
+                    for j in runner.stage_jobs(runner.Point(str(MODELS / name), "cifar10", lid, 0.7, plat, placement))[1]:
+                        j.program()
