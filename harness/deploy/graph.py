@@ -89,7 +89,7 @@ class Stage:
 
     `ins`/`outs` map the kernel's operand slots to tensor names; `attrs` carries the geometry and
     the fused work; `repeat` says which loop of the step runs it: "chunk_f" once per frozen chunk,
-    "chunk_t" once per tail chunk, "once" once per step."""
+    "chunk_t" once per tail chunk, "once" once per step (in the tail's loop: with its first chunk)."""
     name: str
     phase: str            # frozen | latents | fw | bw | update
     kind: str             # mm_fw mm_ig mm_wg dw_fw dw_ig dw_wg conv_fw im2col wg_cols ig_cols ig_wt gap_bw scale_fw
@@ -138,8 +138,8 @@ class Step:
         # each chunk of the batch goes forward and straight back (its weight gradients add to the
         # accumulators), so what the backward needs is kept for one chunk, not for the whole batch
         for c in range(self.chunks_t):
-            seq += [(s, c) for s in self.stages if s.phase == "fw"]
-            seq += [(s, c) for s in self.stages if s.phase == "bw"]
+            seq += [(s, c) for s in self.stages if s.phase == "fw" and (s.repeat != "once" or c == 0)]
+            seq += [(s, c) for s in self.stages if s.phase == "bw" and (s.repeat != "once" or c == 0)]
         seq += [(s, 0) for s in self.stages if s.phase == "update"]
         return seq
 
@@ -437,8 +437,9 @@ class _Walk:
                 if kind == "conv":   # dX = gathered dZ . W^T: W transposed per tap, dZ gathered per input pixel
                     wt = self.tensor(f"wt:{lay.name}", "act", kk * a["k_out"], a["k_in"], "none")
                     dcol = self.tensor(f"dcol:{lay.name}", "grad", kk * a["k_out"], lay.h_in * lay.w_in, "chunk_t")
+                    # the weights change at the update only: transposed once per step, in the first chunk
                     bw.append(Stage(f"{lay.name}.ig_wt", "bw", "ig_wt", {"w": w}, {"wt": wt},
-                                    dict(c_in=lay.c_in, k_in=a["k_in"], k_out=a["k_out"], kk=kk), "chunk_t", lay))
+                                    dict(c_in=lay.c_in, k_in=a["k_in"], k_out=a["k_out"], kk=kk), "once", lay))
                     bw.append(Stage(f"{lay.name}.ig_cols", "bw", "ig_cols", {"dy": dy}, {"col": dcol},
                                     self.gather_attrs(lay, a["k_out"]), "chunk_t", lay))
                     ins = {k: v for k, v in ins.items() if k != "stash"}
