@@ -65,3 +65,9 @@ regress:
 
 golden:
 	$(PYTHON) -m harness regress --update
+
+# An ONNX model through the deployer: a small sweep on examples/models/ds_cnn.onnx (examples/models/
+# kws_sweep.toml; examples/models/make_models.py wrote the model); writes results/kws_sweep/.
+.PHONY: example-onnx
+example-onnx:
+	$(PYTHON) -m harness experiment examples/models/kws_sweep.toml

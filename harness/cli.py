@@ -45,7 +45,8 @@ def build_parser(argv=None):
     parser.add_argument("--version", action="version", version=f"pulp-odl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    for mod in _commands(first if first in _command_names() else None):
+    module = first.replace("-", "_") if first else None     # export-onnx lives in export_onnx.py
+    for mod in _commands(module if module in _command_names() else None):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)

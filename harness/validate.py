@@ -94,6 +94,19 @@ MAX_COUNT = 10 ** 12   # sample counts (buffer sizes, samples per task): far bey
 hw_arg = _argtype(_hw, "hw")
 
 
+def _shape(text: str) -> tuple[int, int, int]:
+    parts = str(text).strip().lower().split("x")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return tuple(parse_int(p, 1, MAX_EXTENT) for p in parts)
+    except ValueError:
+        raise ValueError(f"'{text}' is not CxHxW with whole numbers from 1 to {MAX_EXTENT} (e.g. 1x49x10)") from None
+
+
+shape_arg = _argtype(_shape, "shape")
+
+
 def max_jobs() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return JOBS_PER_CORE * max(1, cores)

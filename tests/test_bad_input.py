@@ -56,8 +56,20 @@ REPORT = ("report", "--results", "{d}/res")
 CC = ("crosscheck", "--programs", "{d}/elfs", "--json")
 DEPLOY = ("deploy", "--net", "phinet", "--dataset", "cifar10")
 RUN_TL = ("run", "{d}/hello.elf", "--timeline")
+ONNX = ("layers", "--dataset", "cifar10", "--net")
+EXPO = ("export-onnx", "--net", "phinet", "--dataset", "cifar10", "-o")
 GV = (("GVSOC", "{d}/gvsoc"),)
 HUGE = str(2 ** 64)
+
+
+# the importer's refusals (tests/onnx_models.py writes the models): file name, message fragment
+REFUSALS = (("symbolic.onnx", "give --input-shape CxHxW"), ("opset.onnx", "opset 99: the importer reads opsets 7 to"),
+            ("maxpool.onnx", "node '/pool2/MaxPool' (MaxPool): op type MaxPool is not supported"),
+            ("grouped.onnx", "a grouped convolution (2 groups of 8 channels); the kernels run dense convolutions"),
+            ("noclassifier.onnx", "is made by node '/pool/GlobalAveragePool' (GlobalAveragePool), not by a classifier"),
+            ("softmax.onnx", "op type Softmax is not supported (export the logits"),
+            ("nonsquare.onnx", "a 3x1 kernel; the kernels run square k x k kernels"),
+            ("branchcut.onnx", "block b starts where more than one tensor crosses (at blk.pw)"))
 
 
 def kernel_with(*extra, base=K):
@@ -229,6 +241,56 @@ CASES = [
     Case("layers-unknown-net", ("layers", "--net", "resnet", "--dataset", "cifar10"), 2, "invalid choice"),
     Case("layers-resolution-huge", ("layers", "--net", "phinet", "--dataset", "cifar10", "--resolution", "1" + "0" * 9),
          2, "argument --resolution:"),
+
+    # ---- ONNX models: files, refused constructs, input shapes, weights ----
+    Case("onnx-missing-file", (*ONNX, "{d}/nope.onnx"), 2, "nope.onnx not found; give the path of a .onnx file"),
+    Case("onnx-not-a-model", (*ONNX, "{d}/notes.onnx"), 2, "not a readable ONNX file", setup="onnx_text"),
+    Case("onnx-is-directory", (*ONNX, "{d}/sub.onnx"), 2, "is a directory; give the path of a .onnx file",
+         setup="onnx_dir"),
+    *[Case(f"onnx-{name[:-len('.onnx')]}", (*ONNX, f"{{d}}/{name}"), 2, fragment, setup="onnx_models")
+      for name, fragment in REFUSALS],
+    Case("onnx-input-shape-two-values", (*ONNX, "{d}/symbolic.onnx", "--input-shape", "3x32"), 2,
+         "argument --input-shape: '3x32' is not CxHxW", setup="onnx_models"),
+    Case("onnx-input-shape-zero", (*ONNX, "{d}/symbolic.onnx", "--input-shape", "3x0x8"), 2, "argument --input-shape:",
+         setup="onnx_models"),
+    Case("onnx-input-shape-disagrees", (*ONNX, "{d}/ok.onnx", "--input-shape", "3x9x9"), 2,
+         "disagrees with the model's input 'input' (H is 8)", setup="onnx_models"),
+    Case("onnx-input-shape-of-builtin", ("layers", "--net", "phinet", "--dataset", "cifar10", "--input-shape", "3x8x8"),
+         2, "--input-shape applies to ONNX models"),
+    Case("onnx-resolution", (*ONNX, "{d}/ok.onnx", "--resolution", "64"), 2, "input size and classes come from the model",
+         setup="onnx_models"),
+    Case("onnx-memory-unknown-cut", ("memory", "--net", "{d}/ok.onnx", "--dataset", "cifar10", "--cut", "nope"), 2,
+         "has no weight layer 'nope'; valid names: stem, blk.dw, blk.pw, fc", setup="onnx_models"),
+    Case("onnx-memory-layer-id-out-of-range", ("memory", "--net", "{d}/ok.onnx", "--dataset", "cifar10", "--layer-id",
+                                               "4"), 2, "--layer-id must be from 1 to 3", setup="onnx_models"),
+    Case("onnx-deploy-refused-model", ("deploy", "--net", "{d}/grouped.onnx", "--dataset", "cifar10", "--layer-id", "1"),
+         2, "a grouped convolution", setup="onnx_models"),
+    Case("deploy-weights-model-of-builtin", (*DEPLOY, "--layer-id", "1", "--weights", "model"), 2,
+         "--weights model needs an ONNX model"),
+    Case("deploy-weights-word", (*DEPLOY, "--layer-id", "1", "--weights", "trained"), 2, "argument --weights:"),
+    Case("experiment-onnx-missing", EXP, 2, "ONNX model nope.onnx not found", setup="exp_onnx_missing"),
+    Case("experiment-onnx-refused", EXP, 2, "op type MaxPool is not supported", setup="exp_onnx_maxpool"),
+    Case("experiment-weights-model-of-builtin", EXP, 2, 'weights must be "random" or, for an ONNX model, "model"',
+         setup="exp_weights_builtin"),
+    Case("export-onnx-o-user-file", (*EXPO, "{d}/notes.txt"), 2, "is not an ONNX model written by pulp-odl"),
+    Case("export-onnx-o-directory", (*EXPO, "{d}/sub"), 2, "is a directory", setup="subdir"),
+    Case("export-onnx-o-empty", (*EXPO, ""), 2, "empty path"),
+    Case("export-onnx-o-is-the-input", ("export-onnx", "--net", "{d}/ok.onnx", "--dataset", "cifar10", "-o", "{d}/ok.onnx",
+                                        "--weights", "model"), 2, "is also an input", setup="onnx_models"),
+    Case("export-onnx-o-read-only", (*EXPO, "{ro}/m.onnx"), 2, "Read-only file system", fs="ro"),
+    Case("export-onnx-o-full", (*EXPO, "{full}/m.onnx"), 2, "No space left on device", fs="full"),
+    Case("export-onnx-weights-missing", (*EXPO, "{d}/m.onnx", "--weights", "{d}/nope.npz"), 2, "nope.npz not found"),
+    Case("export-onnx-weights-not-npz", (*EXPO, "{d}/m.onnx", "--weights", "{d}/w.npz"), 2, "not a readable .npz file",
+         setup="npz_text"),
+    Case("export-onnx-weights-incomplete", (*EXPO, "{d}/m.onnx", "--weights", "{d}/w.npz"), 2,
+         "no weights for layer stem.dw", setup="npz_incomplete"),
+    Case("export-onnx-weights-word", (*EXPO, "{d}/m.onnx", "--weights", "trained"), 2, "give random, model or the path"),
+    Case("export-onnx-weights-model-of-builtin", (*EXPO, "{d}/m.onnx", "--weights", "model"), 2,
+         "--weights model needs an ONNX model"),
+    Case("export-onnx-seed-negative", (*EXPO, "{d}/m.onnx", "--seed", "-1"), 2, "argument --seed:"),
+    Case("export-onnx-unknown-net", ("export-onnx", "--net", "resnet", "--dataset", "cifar10", "-o", "{d}/m.onnx"), 2,
+         "invalid choice: 'resnet'"),
+    Case("export-onnx-in-missing-directory", (*EXPO, "{d}/new/m.onnx"), 0, "wrote", stream="stdout"),
 
     # ---- experiment: files, parameters, result directories ----
     Case("experiment-jobs-1e20", (*EXP, "--jobs", "100000000000000000000"), 2, "argument --jobs:", setup="exp_ok"),
@@ -557,6 +619,45 @@ EXP_HEAD = '[experiment]\ndescription = "t"\nkind = "kernels"\nplatforms = ["pul
 EXP_OK = EXP_HEAD + '\n[[kernel]]\nkind = "pw"\ncin = 4\ncout = 4\nhw = 4\n'
 SWEEP = '[experiment]\ndescription = "t"\nkind = "latency"\nplatforms = ["pulp-open"]\n\n[[sweep]]\nnet = "phinet"\n' \
         'datasets = ["cifar10"]\nlayer_ids = [1]\np = [1.0]\n'
+
+
+def setup_onnx_models(d):
+    import onnx
+
+    from tests import onnx_models
+    onnx.save(onnx_models.tiny(), str(d / "ok.onnx"))
+    for name, model, _ in onnx_models.refusals():
+        onnx.save(model, str(d / name))
+
+
+def setup_onnx_text(d):
+    _write(d / "notes.onnx", "not a model\n")
+
+
+def setup_onnx_dir(d):
+    (d / "sub.onnx").mkdir()
+
+
+def setup_npz_text(d):
+    _write(d / "w.npz", "not an archive\n")
+
+
+def setup_npz_incomplete(d):
+    import numpy as np
+    np.savez(d / "w.npz", **{"classifier.weight": np.zeros((10, 211), np.float32)})
+
+
+def setup_exp_onnx_missing(d):
+    _write(d / "exp.toml", SWEEP.replace('net = "phinet"', 'net = "nope.onnx"'))
+
+
+def setup_exp_onnx_maxpool(d):
+    setup_onnx_models(d)
+    _write(d / "exp.toml", SWEEP.replace('net = "phinet"', 'net = "maxpool.onnx"'))
+
+
+def setup_exp_weights_builtin(d):
+    _write(d / "exp.toml", SWEEP + 'weights = "model"\n')
 
 
 def setup_exp_ok(d):

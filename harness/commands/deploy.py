@@ -10,12 +10,13 @@ from rich.table import Table
 
 from harness import platform as platforms
 from harness import paths, validate
-from harness.commands.layers import add_net_arguments, console
+from harness.commands.layers import add_net_arguments, console, net_overrides
 from harness.commands.run import add_timeline_arguments, timeline_request
 from harness.commands.memory import _check_p
 from harness.deploy import task as taskmod
-from harness.deploy.runner import Point, plan_of, run_step, stage_jobs
+from harness.deploy.runner import Point, model_tensors, plan_of, run_step, stage_jobs
 from harness.errors import UserError
+from harness.nets.registry import net_label
 from harness.experiments import cache as cachemod, execute
 from harness.platform import DEFAULT_PLATFORM
 
@@ -37,6 +38,8 @@ def add_arguments(p) -> None:
                    help="new samples per frozen-forward chunk (default: the largest whose activations fit L2)")
     p.add_argument("--chunk-tail", type=validate.int_arg(1, None), metavar="N",
                    help="samples per chunk of the trained layers (default: the largest that fits L2)")
+    p.add_argument("--weights", choices=("random", "model"), default="random",
+                   help="the programs' weights: random (default) or the ONNX model's initializers (BatchNorm folded)")
     p.add_argument("--jobs", type=validate.jobs_arg(),
                    help="parallel stage programs for the composition (default: host cores)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
@@ -64,7 +67,7 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True, timeline=
     composed = sum(v[1] for v in phases.values())
     diff = (composed - whole["cycles"]) / whole["cycles"]
     return {"network": pt.net, "dataset": pt.dataset, "layer_id": pt.layer_id, "p": pt.p, "platform": pt.platform,
-            "placement": pt.placement, "chunk_frozen": step.n_f, "chunk_tail": step.n_t,
+            "placement": pt.placement, "weights": pt.weights, "chunk_frozen": step.n_f, "chunk_tail": step.n_t,
             "whole_cycles": whole["cycles"], "whole_cluster_cycles": whole["cluster_cycles"],
             "composed_cycles": composed, "difference": diff, "agree": abs(diff) <= AGREEMENT,
             "phases": {k: {"whole": v[0], "composed": v[1]} for k, v in phases.items()},
@@ -81,15 +84,15 @@ def run(args) -> int:
     paths.output_dir(cachemod.results_root(), "results directory")   # the stages' cache, before the step runs
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))
-                             if v is not None))
+    net, overrides = net_overrides(args)
     chunks = ()
     if args.chunk_frozen is not None or args.chunk_tail is not None:
-        auto = plan_of(Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
+        auto = plan_of(Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
                              args.placement, overrides)).step
         chunks = (args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t)
-    pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
-               overrides, chunks=chunks)
+    pt = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
+               overrides, chunks=chunks, weights=args.weights)
+    model_tensors(pt)     # --weights model of a built-in network is refused before anything runs
     doc = compare(pt, args.jobs, progress=not args.json, timeline=req)
     rec = doc.pop("timeline")
     if req is not None:
@@ -103,8 +106,8 @@ def run(args) -> int:
         sys.stdout.write("\n")
     else:
         out = console()
-        out.print(f"[bold]training step[/bold] of {pt.net} {pt.dataset}, layer_id {pt.layer_id}, p {pt.p:g}, "
-                  f"{pt.platform}, placement {pt.placement}: frozen chunks of {doc['chunk_frozen']}, tail chunks of "
+        out.print(f"[bold]training step[/bold] of {net_label(pt.net)} {pt.dataset}, layer_id {pt.layer_id}, p {pt.p:g}, "
+                  f"{pt.platform}, placement {pt.placement}, {pt.weights} weights: frozen chunks of {doc['chunk_frozen']}, tail chunks of "
                   f"{doc['chunk_tail']}")
         t = Table(title="cycles of one step: one program vs the stages on their own")
         for col in ("phase", "one program", "stages composed", "difference"):

@@ -1,16 +1,20 @@
 """`pulp-odl layers`: a network's weight layers for a dataset's input size."""
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
+from pathlib import Path
 
 from harness import validate
 from harness.terminal import Console
 from rich.table import Table
 
+from harness.errors import UserError
 from harness.nets import (ROW_COLUMNS, build_network, cut_points, dataset_names, dataset_spec, layer_rows,
                           network_names)
+from harness.nets.onnx_import import is_onnx
 
 NAME = "layers"
 HELP = "list a network's layers (shapes, MACs, params, activations, replay cut ids)"
@@ -23,13 +27,36 @@ def console() -> Console:
     return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
+def net_arg(value: str) -> str:
+    """A built-in network's name or the path of an ONNX model."""
+    if value in network_names() or is_onnx(value):
+        return value
+    raise argparse.ArgumentTypeError(f"invalid choice: '{value}' (choose from {', '.join(network_names())}, "
+                                     f"or the path of a .onnx model)")
+
+
 def add_net_arguments(parser) -> None:
-    parser.add_argument("--net", required=True, choices=network_names(), help="network")
+    parser.add_argument("--net", required=True, type=net_arg, metavar="NET",
+                        help=f"network: {', '.join(network_names())}, or the path of an ONNX model (.onnx)")
     parser.add_argument("--dataset", required=True, choices=dataset_names(),
-                        help="dataset: sets the input resolution (cifar10 32x32, core50 128x128) and 10 classes")
+                        help="dataset: sets the input resolution (cifar10 32x32, core50 128x128) and 10 classes; for "
+                             "an ONNX model only the CL schedule (new samples per task, replay buffer, learning rate)")
     parser.add_argument("--resolution", type=validate.int_arg(1, validate.MAX_EXTENT),
                         help="override the input resolution (H = W)")
     parser.add_argument("--classes", type=validate.int_arg(1, validate.MAX_EXTENT), help="override the number of classes")
+    parser.add_argument("--input-shape", type=validate.shape_arg, metavar="CxHxW",
+                        help="an ONNX model's input sample where its C, H or W is symbolic (e.g. 1x49x10)")
+
+
+def net_overrides(args) -> tuple[str, tuple]:
+    """(network, builder arguments as sorted items) of the command line: an ONNX path made absolute,
+    so that a point names the same file from any directory."""
+    if args.input_shape is not None and not is_onnx(args.net):
+        raise UserError(f"--input-shape applies to ONNX models; {args.net} is built in (use --resolution)")
+    items = [(k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes),
+                                 ("input_shape", args.input_shape)) if v is not None]
+    net = str(Path(args.net).resolve()) if is_onnx(args.net) else args.net
+    return net, tuple(sorted(items))
 
 
 def add_arguments(parser) -> None:
@@ -38,7 +65,8 @@ def add_arguments(parser) -> None:
 
 
 def build_from_args(args):
-    return build_network(args.net, args.dataset, resolution=args.resolution, num_classes=args.classes)
+    net, items = net_overrides(args)
+    return build_network(net, args.dataset, **dict(items))
 
 
 def _ops(net) -> list[dict]:
@@ -57,6 +85,7 @@ def run(args) -> int:
     cuts = [{"layer_id": k, "block": block} for k, block in cut_points(net)]
     if args.format == "json":
         doc = {"network": net.name, "title": net.title, "dataset": args.dataset, "resolution": net.resolution,
+               "input_shape": list(net.input_shape),
                "num_classes": net.num_classes, "config": dict(net.config),
                "totals": {"weight_layers": len(rows), "macs_fw": net.macs, "params": net.params,
                           "bn_params": net.bn_params},
@@ -65,8 +94,10 @@ def run(args) -> int:
         sys.stdout.write("\n")
         return 0
 
-    table = Table(title=f"{net.title}, {net.resolution}x{net.resolution}, {net.num_classes} classes "
-                        f"({dataset_spec(args.dataset).description if args.resolution is None else 'custom input'})")
+    c, h, w = net.input_shape
+    source = ("input and classes from the model" if is_onnx(args.net) else
+              dataset_spec(args.dataset).description if args.resolution is None else "custom input")
+    table = Table(title=f"{net.title}, {c}x{h}x{w}, {net.num_classes} classes ({source})")
     for col, justify in (("idx", "right"), ("layer", "left"), ("id", "right"), ("type", "left"),
                          ("Cin>Cout", "right"), ("in HxW", "right"), ("out HxW", "right"), ("k/s/g", "right"),
                          ("MACs", "right"), ("params", "right"), ("act in", "right"), ("act", "left"),

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from harness import platform as platforms
 from harness import validate
-from harness.commands.layers import add_net_arguments, build_from_args, console
+from harness.commands.layers import add_net_arguments, build_from_args, console, net_overrides
 from harness.errors import UserError
 from harness.memmodel import MB, place, training_memory
 from harness.nets import cut_at_layer, cut_at_layer_id, cut_points, max_layer_id
@@ -79,6 +79,7 @@ def report(args) -> dict:
     cost = mem.cost
     return {
         "network": net.name, "title": net.title, "dataset": args.dataset, "resolution": net.resolution,
+        "input_shape": list(net.input_shape),
         "num_classes": net.num_classes, "platform": plat.name, "cut": cut.label, "layer_id": cut.layer_id,
         "first_trained_block": cut.first_block, "p": args.p, "batch": params.batch, "replays": params.replays,
         "new_per_task": params.new_per_task,
@@ -112,11 +113,10 @@ def plan_report(args) -> dict:
         raise UserError("--plan needs --layer-id (a cut at a block boundary)")
     net = build_from_args(args)
     _cut(net, args)
-    overrides = tuple(sorted((k, v) for k, v in (("resolution", args.resolution), ("num_classes", args.classes))
-                             if v is not None))
+    net_name, overrides = net_overrides(args)
     cl = tuple(sorted((k, v) for k, v in (("batch", args.batch), ("replays", args.replays),
                                            ("new_per_task", args.new_per_task)) if v is not None))
-    pt = Point(args.net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
+    pt = Point(net_name, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
                overrides, cl)
     if args.chunk_frozen is not None or args.chunk_tail is not None:
         auto = plan_of(pt).step
@@ -171,7 +171,7 @@ def run(args) -> int:
         sys.stdout.write("\n")
         return 0
     out = console()
-    out.print(f"[bold]{doc['title']}[/bold], {doc['dataset']} {doc['resolution']}x{doc['resolution']}, "
+    out.print(f"[bold]{doc['title']}[/bold], {doc['dataset']} {'x'.join(map(str, doc['input_shape'][1:]))}, "
               f"{doc['cut']}, p = {doc['p']:g}, platform {doc['platform']}")
     b = doc["M_breakdown_MB"]
     out.print(f"M = {doc['M_MB']:.3f} MB (weights {b['weights']:.3f} + grads {b['weight_grads']:.3f} + "

@@ -23,7 +23,7 @@ from harness.platform import Platform
 
 TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
-ACT = {"none": 0, "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 
 
@@ -93,7 +93,7 @@ class Gen:
         return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
                    bw=bw)
 
-    PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt"}
+    PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
     def streams(self, stage: Stage, names: dict, need: dict | None = None) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
@@ -143,6 +143,9 @@ class Gen:
         elif kind == "conv_fw":
             ctx = self.conv(stage, fn)
             tpl = "conv.c.j2"
+        elif kind in ("im2col", "wg_cols", "ig_cols", "ig_wt"):
+            ctx = self.gather(stage, fn)
+            tpl = "gather.c.j2"
         else:
             ctx = self.ops(stage, fn)
             tpl = "ops.c.j2"
@@ -155,10 +158,14 @@ class Gen:
         a = st.attrs
         ns = self.samples(st)
         fw = st.kind == "mm_fw"
+        wt = bool(a.get("wt"))    # a convolution's input gradient: B is the transposed weights, row by row
+        rows_b = fw or wt         # B's rows are C's columns (forward orientation)
         rows_ps = a["h_out"] * a["w_out"]
         m = ns * rows_ps
         if fw:
             acols, n, wpitch = a["c_in"], a["c_out"], cp(a["c_in"])
+        elif wt:
+            acols, n, wpitch = a["k_out"], a["k_in"], cp(a["k_out"])
         else:
             acols, n, wpitch = a["k_out"], a["k_in"], cp(a["c_in"])
         ap, k2 = cp(acols), cp(acols) // 2
@@ -200,7 +207,7 @@ class Gen:
             resident = tn >= n
             b = 0
             b += 2 * tm * ap * 2 + (2 * tm * ap * 2 if act_bw else 0) + r4(tm) * k2 * 4
-            braw = tn * wpitch * 2 if fw else acols * cp(tn) * 2
+            braw = tn * wpitch * 2 if rows_b else acols * cp(tn) * 2
             b += braw * (1 if resident else 2) + r4(tn) * k2 * 4 + 2 * r4(tm) * cp(tn) * 2
             if bias:
                 b += cp(n) * 2 + 4 * r4(n) + 32
@@ -236,8 +243,8 @@ class Gen:
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
-            wbytes = n * wpitch * 2 if fw else (acols * (wpitch if t.w.ext else cp(n)) * 2 * (1 if t.w.ext else 1))
-            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.ext and not fw) else 1)
+            wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.ext else cp(n)) * 2 * (1 if t.w.ext else 1))
+            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.ext and not rows_b) else 1)
             traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.ext else ap / t.a.pitch)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             return max(compute, traffic) + forks * FORK_CYCLES
@@ -247,7 +254,7 @@ class Gen:
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
-            wbytes = n * wpitch * 2 if fw else n_tiles * acols * (wpitch if t.w.ext else cp(tn)) * 2
+            wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.ext else cp(tn)) * 2
             traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
             return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES
 
@@ -257,7 +264,7 @@ class Gen:
         for tn in _cands(n, 4):
             if ce and tn != n:
                 continue
-            for tm in _cands(m, 4):
+            for tm in _row_cands(m, rows_ps if pool else 0):
                 if pool and tm < m and tm % rows_ps and rows_ps % tm:
                     continue   # a tile of the fused pool holds whole samples, or a whole fraction of one
                 if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
@@ -265,7 +272,7 @@ class Gen:
                 c = cost(tm, tn)
                 if best is None or c < best[0]:
                     best = (c, tm, tn, "mn")
-                if nm_ok and tn < n and mem(tm, tn) + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if fw else 0):
+                if nm_ok and tn < n and mem(tm, tn) + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if rows_b else 0):
                     c = cost_nm(tm, tn)
                     if c < best[0]:
                         best = (c, tm, tn, "nm")
@@ -276,7 +283,7 @@ class Gen:
             if act_bw:
                 lay.add("stin0", tm * cp(tk) * 2)
             lay.add("apan", r4(tm) * cp(tk) // 2 * 4)
-            lay.add("braw0", (tn * cp(tk) if fw else tk * cp(tn)) * 2)
+            lay.add("braw0", (tn * cp(tk) if rows_b else tk * cp(tn)) * 2)
             lay.add("bpan", r4(tn) * cp(tk) // 2 * 4)
             lay.add("acc", 4 * tm * tn)
             for nm in ("out0", "out1"):
@@ -286,7 +293,7 @@ class Gen:
                                    sto="Sto" in t)
             return lay
 
-        split = self._mm_ksplit(m, n, acols, fw, pool, ce, t, ext, slab, puts, rows_ps,
+        split = self._mm_ksplit(m, n, acols, rows_b, pool, ce, t, ext, slab, puts, rows_ps,
                                 lambda tm, tn, tk: klayout(tm, tn, tk).off + 256)
         if best is None and split is None:
             self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
@@ -295,7 +302,7 @@ class Gen:
             lay = klayout(tm, tn, tk)
             streams = [k for k in t if k not in ("a", "w")]
             return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
-                             f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n,
+                             f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n,
                        tm=tm, tn=tn, tk=tk, ksplit=True, acols=acols, ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams,
                        act=ACT[a["act"]] if fw else 0, act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap,
                        stash=stash_how if stash else "", sx=sx, stash_cols=k_stash, keep=keep, keep_compact=False,
@@ -309,7 +316,7 @@ class Gen:
         if act_bw:
             lay.add("stin0", tm * ap * 2)
             lay.add("stin1", tm * ap * 2)
-        braw = tn * wpitch * 2 if fw else acols * cp(tn) * 2
+        braw = tn * wpitch * 2 if rows_b else acols * cp(tn) * 2
         lay.add("braw0", braw)
         lay.add("braw1", braw if tn < n else 4)
         lay.add("bpan", r4(tn) * k2 * 4)
@@ -339,7 +346,7 @@ class Gen:
         streams = [k for k in t if k not in ("a", "w")]
         return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}"
                          + (", weight-stationary" if order == "nm" else ""),
-                   fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if fw else "ig", m=m, n=n, tm=tm, tn=tn, acols=acols,
+                   fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n, tm=tm, tn=tn, acols=acols,
                    ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams, act=ACT[a["act"]] if fw else 0,
                    act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap, stash=stash_how if stash else "",
                    sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
@@ -380,7 +387,7 @@ class Gen:
             for tn in _cands(n, 4):
                 if ce and tn != n:
                     continue
-                for tm in _cands(m, 4):
+                for tm in _row_cands(m, rows_ps if pool else 0):
                     if pool and tm < m and tm % rows_ps and rows_ps % tm:
                         continue
                     if mem(tm, tn, tk) > self.budget:
@@ -777,6 +784,101 @@ class Gen:
                    l1=lay.off, kind=kind, c=c, cp=cp(c), hw=hw, rows=rows, tr=tr, ts=ts, samples=ns, t=t,
                    streams=list(t), acc="Acc" in t, act_out=ACT[st.attrs.get("act_out") or "none"])
 
+    # -- gathers of a convolution: im2col columns, the output gradient per input pixel, W transposed ---
+    def gather(self, st: Stage, fn: str) -> _NS:
+        a = st.attrs
+        ns = self.samples(st)
+        if st.kind == "ig_wt":
+            return self.transpose(st, fn)
+        fw = st.kind in ("im2col", "wg_cols")
+        c, k, s = a["c"], a["k"], a["stride"]
+        h, w, ho, wo = a["h"], a["w"], a["h_out"], a["w_out"]
+        left, _, top, _ = a["pad"]
+        kkc = k * k * c
+        keep = a.get("keep", 0)
+        names = {"X": st.ins["x" if fw else "dy"], "Col": st.outs["col"]}
+        if keep:
+            names["Xs"] = st.outs["xs"]
+        t, slab = self.streams(st, names)
+        out_rows_total = ho if fw else h
+
+        def bands(tr):
+            """(first output row, rows, source rows [lo, hi), stored input rows [plo, phi)) of each band."""
+            out = []
+            for r0 in range(0, out_rows_total, tr):
+                r1 = min(out_rows_total, r0 + tr)
+                if fw:
+                    lo, hi = max(0, r0 * s - top), min(h, (r1 - 1) * s - top + k)
+                    plo = 0 if r0 == 0 else min(h, max(0, r0 * s - top))
+                    phi = h if r1 == ho else min(h, max(0, r1 * s - top))
+                    if keep:
+                        lo, hi = min(lo, plo), max(hi, phi)
+                else:
+                    lo = max(0, -(-(r0 + top - (k - 1)) // s))
+                    hi = min(ho, (r1 - 1 + top) // s + 1)
+                    plo = phi = 0
+                out.append((r0, r1 - r0, lo, max(lo, hi), plo, phi))
+            return out
+
+        src_w, out_w = (w, wo) if fw else (wo, w)
+
+        def mem(tr):
+            bs = bands(tr)
+            rin = max(b[3] - b[2] for b in bs)
+            b = 2 * rin * src_w * cp(c) * 2 + 2 * tr * out_w * cp(kkc) * 2
+            if keep and keep < c:
+                b += max(b_[5] - b_[4] for b_ in bs) * w * cp(keep) * 2
+            return b + 8 * 16
+
+        def slab_ok(tr):
+            bs = bands(tr)
+            ok = not t.Col.ext or tr * out_w * t.Col.pitch * 2 <= slab
+            if keep and t.Xs.ext:
+                ok = ok and max(b[5] - b[4] for b in bs) * w * t.Xs.pitch * 2 <= slab
+            return ok
+
+        tr = next((r for r in range(out_rows_total, 0, -1) if mem(r) <= self.budget and slab_ok(r)), None)
+        if tr is None:
+            self.fail(st, f"one row of the {'im2col' if fw else 'gathered gradient'} columns ({kkc} values a pixel)")
+        bs = bands(tr)
+        rin = max(b[3] - b[2] for b in bs)
+        lay = L1()
+        lay.add("in0", rin * src_w * cp(c) * 2)
+        lay.add("in1", rin * src_w * cp(c) * 2)
+        lay.add("out0", tr * out_w * cp(kkc) * 2)
+        lay.add("out1", tr * out_w * cp(kkc) * 2)
+        compact = bool(keep) and keep < c
+        if compact:
+            lay.add("keep", max(b[5] - b[4] for b in bs) * w * cp(keep) * 2)
+        what = {"im2col": "im2col columns", "wg_cols": "im2col columns of the stored input",
+                "ig_cols": "the output gradient gathered per input pixel"}[st.kind]
+        return _NS(title=f"{st.name}: {what}, {ns} samples, {c} channels, {k}x{k}/{s}, bands of {tr} rows",
+                   fn=fn, buf=lay.bufs, l1=lay.off, kind=st.kind, fw=fw, c=c, cpc=cp(c), kkc=kkc, cpk=cp(kkc),
+                   k=k, stride=s, pt=top, pl=left, h=h, w=w, ho=ho, wo=wo, src_rows=ho * wo if not fw else h * w,
+                   out_rows=h * w if not fw else ho * wo, src_w=src_w, out_w=out_w, samples=ns, bands=bs, t=t,
+                   streams=list(t), keep=keep, compact=compact, cpkeep=cp(keep) if keep else 0)
+
+    def transpose(self, st: Stage, fn: str) -> _NS:
+        """wt[ci][(tap, co)] = W[co][tap C_in + ci] for ci < k_in, co < k_out: blocks of input channels."""
+        a = st.attrs
+        c_in, k_in, k_out, kk = a["c_in"], a["k_in"], a["k_out"], a["kk"]
+        t, slab = self.streams(st, {"W": st.ins["w"], "Tw": st.outs["wt"]})
+        cols = kk * k_out
+
+        def mem(tc):
+            return k_out * cp(tc + 1) * 2 + tc * cp(cols) * 2 + 4 * 16
+
+        tc = next((r for r in _cands(k_in, 2) if mem(r) <= self.budget and
+                   (not t.Tw.ext or r * t.Tw.pitch * 2 <= slab)), None)
+        if tc is None:
+            self.fail(st, f"one input channel of the {k_out} x {cols} transposed weights")
+        lay = L1()
+        lay.add("wb", k_out * cp(tc + 1) * 2)
+        lay.add("tb", tc * cp(cols) * 2)
+        return _NS(title=f"{st.name}: the kept block of W transposed per tap ({k_in} x {cols}), blocks of {tc} channels",
+                   fn=fn, buf=lay.bufs, l1=lay.off, kind="ig_wt", c_in=c_in, k_in=k_in, k_out=k_out, kk=kk, cols=cols,
+                   cpcols=cp(cols), tc=tc, t=t, streams=list(t))
+
     def sgd(self, st: Stage, fn: str) -> _NS:
         a = st.attrs
         dw = a["kind"] == "dw"
@@ -787,6 +889,7 @@ class Gen:
         rows = a["k"] * a["k"] if dw else a["k_out"]
         wp, gp = t.Wt.pitch, t.G.pitch
         cols = a["k_in"]
+        conv = a["kind"] == "conv"      # W [C_out][k k C_in], dW [k_out][k k k_in]: the kept channels of each tap
         lr = a["lr"]
         lr16 = int(np.float16(-lr).view(np.uint16))
         neg2 = lr16 | (lr16 << 16)
@@ -802,7 +905,8 @@ class Gen:
         if bias:
             lay.add("b", cp(a["c_out"]) * 2)
             lay.add("db", cp(a["k_out"]) * 2)
-        return _NS(title=f"{st.name}: SGD on the {rows} x {cols} kept block (lr {lr:g})", fn=fn, buf=lay.bufs,
+        return _NS(title=f"{st.name}: SGD on the {rows} x {cols} kept block" + (" of each tap" if conv else "")
+                   + f" (lr {lr:g})", fn=fn, buf=lay.bufs, conv=conv, taps=a["k"] ** 2, c_in=a["c_in"], neg_lr=lr16,
                    l1=lay.off, kind="sgd", rows=rows, cols=cols, wp=wp, gp=gp, tr=tr, neg_lr2=neg2, bias=bias,
                    bp=cp(a["c_out"]), bcols=a["k_out"], t=t, streams=list(t))
 
@@ -834,4 +938,14 @@ def _cands(total: int, step: int) -> list[int]:
         if t not in out:
             out.append(t)
         t = t // 2 // step * step if t > 8 * step else t - step
+    return out
+
+
+def _row_cands(m: int, whole: int) -> list[int]:
+    """Row-tile sizes of a product: _cands(m, 4), and when a tile must hold whole samples of `whole`
+    rows (a fused pool), every whole number of samples too (maps of an odd pixel count, e.g. 25 x 5,
+    are rarely a multiple of 4)."""
+    out = _cands(m, 4)
+    if whole:
+        out += [n * whole for n in range(m // whole, 0, -1) if n * whole not in out]
     return out

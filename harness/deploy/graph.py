@@ -46,6 +46,16 @@ SCOPES = ("none", "chunk_f", "chunk_t", "batch", "new")
 ROLES = ("input", "latent", "act", "weight", "bias", "grad_w", "grad_b", "stored", "stash", "grad", "label",
          "loss", "replay")
 MM_KINDS = {"pointwise": "pw", "linear": "linear", "se_reduce": "linear", "se_expand": "linear"}
+WG_KINDS = ("mm_wg", "dw_wg")
+IG_KINDS = ("mm_ig", "dw_ig")
+
+
+def deploy_kind(lay: Layer) -> str:
+    """pw, linear, dw or conv (a dense k x k convolution, or a strided 1x1 one)."""
+    if lay.kind == "depthwise":
+        return "dw"
+    kind = MM_KINDS.get(lay.kind, "conv")
+    return "conv" if kind == "pw" and lay.stride != 1 else kind
 
 
 @dataclass(frozen=True)
@@ -79,10 +89,11 @@ class Stage:
 
     `ins`/`outs` map the kernel's operand slots to tensor names; `attrs` carries the geometry and
     the fused work; `repeat` says which loop of the step runs it: "chunk_f" once per frozen chunk,
-    "chunk_t" once per tail chunk, "once" once per step."""
+    "chunk_t" once per tail chunk, "once" once per step (in the tail's loop: with its first chunk)."""
     name: str
     phase: str            # frozen | latents | fw | bw | update
-    kind: str             # mm_fw mm_ig mm_wg dw_fw dw_ig dw_wg conv_fw gap_bw scale_fw scale_bw sgd latents
+    kind: str             # mm_fw mm_ig mm_wg dw_fw dw_ig dw_wg conv_fw im2col wg_cols ig_cols ig_wt gap_bw scale_fw
+                          # scale_bw sgd latents
     ins: dict
     outs: dict
     attrs: dict
@@ -127,8 +138,8 @@ class Step:
         # each chunk of the batch goes forward and straight back (its weight gradients add to the
         # accumulators), so what the backward needs is kept for one chunk, not for the whole batch
         for c in range(self.chunks_t):
-            seq += [(s, c) for s in self.stages if s.phase == "fw"]
-            seq += [(s, c) for s in self.stages if s.phase == "bw"]
+            seq += [(s, c) for s in self.stages if s.phase == "fw" and (s.repeat != "once" or c == 0)]
+            seq += [(s, c) for s in self.stages if s.phase == "bw" and (s.repeat != "once" or c == 0)]
         seq += [(s, 0) for s in self.stages if s.phase == "update"]
         return seq
 
@@ -164,6 +175,7 @@ class _Walk:
         self.se_x: dict[str, str] = {}        # SE scale op -> stash of its input x
         self.se_s: dict[str, str] = {}        # SE scale op -> stash of its gate
         self.xs: dict[str, str] = {}          # layer -> stored input tensor
+        self.geom: dict[str, dict] = {}       # layer -> its geometry (attrs of a convolution's own shape)
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor(self, name, role, cols, rows, scope, layer="") -> str:
@@ -217,9 +229,7 @@ class _Walk:
         step = self.step
         phase, scope = ("fw", "chunk_t") if trained else ("frozen", "chunk_f")
         x = self.act(lay.input, scope)
-        kind = MM_KINDS.get(lay.kind, "dw" if lay.kind == "depthwise" else "conv")
-        if kind == "pw" and lay.stride != 1:
-            raise UserError(f"{lay.name}: strided 1x1 convolutions are not supported by the deployer")
+        kind = deploy_kind(lay)
         p_in, p_out = layer_p(lay, step.p) if trained else (1.0, 1.0)
         k_in = kept_channels(p_in, lay.c_in)
         k_out = k_in if kind == "dw" else kept_channels(p_out, lay.c_out)
@@ -227,6 +237,7 @@ class _Walk:
         attrs = dict(kind=kind, c_in=lay.c_in, c_out=lay.c_out, h=lay.h_in, w=lay.w_in, h_out=lay.h_out,
                      w_out=lay.w_out, k=lay.kernel, stride=lay.stride, pad=tuple(lay.pad), k_in=k_in, k_out=k_out,
                      p_in=p_in, p_out=p_out, act=lay.act_after, bias=bias)
+        self.geom[lay.name] = attrs
         ins = {"x": x, "w": self.tensor(f"w:{lay.name}", "weight", *self.weight_shape(lay, kind), "none", lay.name)}
         if bias:
             ins["b"] = self.tensor(f"b:{lay.name}", "bias", lay.c_out, 1, "none", lay.name)
@@ -243,8 +254,11 @@ class _Walk:
             self.fused_ops.add(add.name)
             ins["skip"] = self.act(add.inputs[1], scope)
             y_tensor = add.output
-            fused.append(f"residual add {add.name}")
+            fused.append(f"residual add {add.name}" + (f", then {lay.act_after}" if lay.act_after != "none" else ""))
             attrs["residual"] = add.name
+            cons = self.real_consumers(add.output)    # a pool of the sum fuses too
+            if len(cons) == 1 and cons[0].kind == "global_avgpool":
+                pool, y_tensor = cons[0], None
         elif len(cons) == 1 and cons[0].kind == "global_avgpool":
             pool, y_tensor = cons[0], None
         elif sorted(c.kind for c in cons) == ["global_avgpool", "se_scale"]:
@@ -257,10 +271,15 @@ class _Walk:
             self.out_of[pool.output] = pool.output
         if y_tensor is not None:
             outs["y"] = self.act(y_tensor, scope)
+        # a dense convolution runs as an im2col stage and a product over its columns, except the frozen
+        # first layer without fused work (conv_fw: its few input channels are gathered in L1)
+        lowered = kind == "conv" and (trained or lay.input != self.net.input or "skip" in ins or pool is not None)
         if trained:
             xs_rows = lay.h_in * lay.w_in
-            outs["xs"] = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "chunk_t", lay.name)
-            if lay.act_after in ("hswish", "sigmoid", "relu6"):
+            xs = self.xs[lay.name] = self.tensor(f"xs:{lay.name}", "stored", k_in, xs_rows, "chunk_t", lay.name)
+            if not lowered:
+                outs["xs"] = xs
+            if lay.act_after in ("hswish", "sigmoid", "relu6", "relu"):
                 how = "pre" if lay.act_after == "hswish" else "post"
                 st = self.tensor(f"stash:{lay.name}", "stash", k_out, lay.h_out * lay.w_out, "chunk_t", lay.name)
                 outs["stash"] = st
@@ -282,8 +301,30 @@ class _Walk:
             raise UserError("the classifier must be trained")
         self.out_of[lay.output] = y_tensor or lay.output
         skind = {"pw": "mm_fw", "linear": "mm_fw", "dw": "dw_fw", "conv": "conv_fw"}[kind]
+        if lowered:
+            kk = lay.kernel ** 2
+            col = self.tensor(f"col:{lay.name}", "act", kk * lay.c_in, lay.h_out * lay.w_out, scope)
+            im_outs = {"col": col, **({"xs": self.xs[lay.name]} if trained else {})}
+            step.stages.append(Stage(f"{lay.name}.im2col", phase, "im2col", {"x": x}, im_outs,
+                                     self.gather_attrs(lay, lay.c_in, k_in if trained else 0), scope, lay,
+                                     ("the stored input channels",) if trained else ()))
+            ins["x"] = col
+            attrs = self.mm_view(attrs)
+            skind = "mm_fw"
         step.stages.append(Stage(f"{lay.name}.{'frozen' if not trained else 'fw'}", phase, skind, ins, outs, attrs,
                                  scope, lay, tuple(fused)))
+
+    @staticmethod
+    def gather_attrs(lay: Layer, c: int, keep: int = 0) -> dict:
+        return dict(c=c, h=lay.h_in, w=lay.w_in, h_out=lay.h_out, w_out=lay.w_out, k=lay.kernel, stride=lay.stride,
+                    pad=tuple(lay.pad), keep=keep)
+
+    @staticmethod
+    def mm_view(a: dict) -> dict:
+        """A convolution's attrs as the product over its im2col columns: K = k k C_in, rows = output pixels."""
+        kk = a["k"] ** 2
+        return {**a, "kind": "pw", "conv": True, "c_in": kk * a["c_in"], "h": a["h_out"], "w": a["w_out"], "k": 1,
+                "stride": 1, "pad": (0, 0, 0, 0), "k_in": kk * a["k_in"]}
 
     @staticmethod
     def weight_shape(lay: Layer, kind: str) -> tuple[int, int]:
@@ -329,12 +370,9 @@ class _Walk:
                 bw += self.scale_bw(op, grad)
                 continue
             lay = op.layer
-            kind = MM_KINDS.get(lay.kind, "dw" if lay.kind == "depthwise" else "conv")
+            kind = deploy_kind(lay)
             fw = step.stage(f"{lay.name}.fw")
-            a = fw.attrs
-            if kind == "conv":
-                raise UserError(f"{lay.name}: training a full kxk convolution is not supported by the deployer; "
-                                f"choose a cut after it")
+            a = self.geom[lay.name]
             # the gradient of this layer's output
             if lay.name in self.pool_of and "y" not in fw.outs:
                 g_pool = grad[self.pool_of[lay.name]]
@@ -352,32 +390,64 @@ class _Walk:
                                   f"gradient to {lay.name}'s output gradient in a stage of its own")
             else:
                 out = self.out_of.get(lay.output, lay.output)
-                dy = grad[out]
-                if a.get("residual"):
-                    skip = _canon(self.alias, op_input(self.net, a["residual"], 1))
-                    pending.setdefault(skip, []).append(dy)
+                if out in grad:
+                    dy = grad[out]
+                elif pending.get(out):     # the skip operand of a residual add: the sum's gradient
+                    dy = pending.pop(out)[0]
+                else:
+                    raise UserError(f"{lay.name}: no gradient reaches its output; the deployer trains layers whose "
+                                    f"output leads to the loss")
+            if a.get("residual"):
+                skip = _canon(self.alias, op_input(self.net, a["residual"], 1))
+                pending.setdefault(skip, []).append(dy)
             common = {"dy": dy}
             if lay.name in self.stash:
                 common["stash"] = self.stash[lay.name][0]
             act_note = (f"{lay.act_after} backward ({lay.name})",) if lay.act_after != "none" else ()
             w, xs = f"w:{lay.name}", self.xs[lay.name]
+            how = self.stash.get(lay.name, (None, None))[1]
             wg_outs = {"dw": self.tensor(f"dw:{lay.name}", "grad_w", *self.grad_shape(lay, kind, a), "none", lay.name)}
             if a["bias"]:
                 wg_outs["db"] = self.tensor(f"db:{lay.name}", "grad_b", a["k_out"], 1, "none", lay.name)
+            kk = lay.kernel ** 2
+            wg_attrs = {**a, "stash_how": how}
+            if kind == "conv":      # dW = dZ^T . im2col(xs): the columns of the stored input, then the product
+                colx = self.tensor(f"colx:{lay.name}", "act", kk * a["k_in"], lay.h_out * lay.w_out, "chunk_t")
+                bw.append(Stage(f"{lay.name}.wg_cols", "bw", "wg_cols", {"x": xs}, {"col": colx},
+                                self.gather_attrs(lay, a["k_in"]), "chunk_t", lay))
+                xs, wg_attrs = colx, {**self.mm_view(a), "stash_how": how}
             bw.append(Stage(f"{lay.name}.wg", "bw", f"{'mm' if kind != 'dw' else 'dw'}_wg", {**common, "xs": xs},
-                            wg_outs, {**a, "stash_how": self.stash.get(lay.name, (None, None))[1]}, "chunk_t", lay,
-                            act_note))
+                            wg_outs, wg_attrs, "chunk_t", lay, act_note))
             if self.step.cut.needs_input_grad(lay):
                 x = _canon(self.alias, lay.input)
-                dx = self.tensor(f"grad:{x}", "grad", a["k_in"], lay.h_in * lay.w_in, "chunk_t")
+                # other gradients of x: a residual skip, or another layer reading x (added in this epilogue)
+                extra = pending.pop(x, []) + ([grad[x]] if x in grad else [])
+                if len(extra) > 1:
+                    raise UserError(f"{lay.name}: the gradient of {x} sums {len(extra) + 1} paths; the deployer adds "
+                                    f"two in one stage")
+                dx = self.tensor(f"grad:{x}" if x not in grad else f"grad:{x}@{lay.name}", "grad", a["k_in"],
+                                 lay.h_in * lay.w_in, "chunk_t")
                 ins = {**common, "w": w}
                 fused = list(act_note)
-                if pending.get(x):
-                    ins["gskip"] = pending.pop(x)[0]
-                    fused.append("residual add backward (skip gradient)")
+                if extra:
+                    ins["gskip"] = extra[0]
+                    fused.append("residual add backward (skip gradient)" if x not in grad else
+                                 f"the gradient of {x} from its other reader")
+                ig_attrs = {**a, "stash_how": how}
+                if kind == "conv":   # dX = gathered dZ . W^T: W transposed per tap, dZ gathered per input pixel
+                    wt = self.tensor(f"wt:{lay.name}", "act", kk * a["k_out"], a["k_in"], "none")
+                    dcol = self.tensor(f"dcol:{lay.name}", "grad", kk * a["k_out"], lay.h_in * lay.w_in, "chunk_t")
+                    # the weights change at the update only: transposed once per step, in the first chunk
+                    bw.append(Stage(f"{lay.name}.ig_wt", "bw", "ig_wt", {"w": w}, {"wt": wt},
+                                    dict(c_in=lay.c_in, k_in=a["k_in"], k_out=a["k_out"], kk=kk), "once", lay))
+                    bw.append(Stage(f"{lay.name}.ig_cols", "bw", "ig_cols", {"dy": dy}, {"col": dcol},
+                                    self.gather_attrs(lay, a["k_out"]), "chunk_t", lay))
+                    ins = {k: v for k, v in ins.items() if k != "stash"}
+                    ins.update(dy=dcol, w=wt)
+                    ig_attrs = {**a, "wt": True, "k_out": kk * a["k_out"], "h_out": lay.h_in, "w_out": lay.w_in,
+                                "useful_macs": lay.h_out * lay.w_out * kk * a["k_in"] * a["k_out"]}
                 bw.append(Stage(f"{lay.name}.ig", "bw", f"{'mm' if kind != 'dw' else 'dw'}_ig", ins, {"dx": dx},
-                                {**a, "stash_how": self.stash.get(lay.name, (None, None))[1]}, "chunk_t", lay,
-                                tuple(fused)))
+                                ig_attrs, "chunk_t", lay, tuple(fused)))
                 grad[x] = dx
         step.stages += self.fuse_act_backward(bw)
 
@@ -387,7 +457,7 @@ class _Walk:
         prologues of both its weight and input gradients."""
         out = list(bw)
         for i, st in enumerate(out):
-            if st.kind not in ("mm_wg", "dw_wg") or "stash" not in st.ins:
+            if st.kind not in WG_KINDS or "stash" not in st.ins:
                 continue
             lay = st.layer
             dy = st.ins["dy"]
@@ -402,7 +472,7 @@ class _Walk:
                                 w.fused + (f"{act} backward ({lay.name})",))
             for j in range(i, len(out)):
                 o = out[j]
-                if o.layer is lay and o.kind in ("mm_wg", "dw_wg", "mm_ig", "dw_ig") and "stash" in o.ins:
+                if o.layer is lay and o.kind in WG_KINDS + IG_KINDS and "stash" in o.ins:
                     ins = {k: v for k, v in o.ins.items() if k != "stash"}
                     out[j] = Stage(o.name, o.phase, o.kind, ins, o.outs, o.attrs, o.repeat, o.layer,
                                    tuple(f for f in o.fused if not f.endswith(f"backward ({lay.name})")))
@@ -423,13 +493,17 @@ class _Walk:
 
     @staticmethod
     def grad_shape(lay: Layer, kind: str, a: dict) -> tuple[int, int]:
+        """(cols, rows) of dW: dw [k k][k_in], conv [k_out][k k k_in] (per tap, the kept channels), else
+        [k_out][k_in]."""
         if kind == "dw":
             return a["k_in"], lay.kernel * lay.kernel
+        if kind == "conv":
+            return lay.kernel * lay.kernel * a["k_in"], a["k_out"]
         return a["k_in"], a["k_out"]
 
     def update(self):
         for lay in self.step.cut.trainable_layers:
-            a = self.step.stage(f"{lay.name}.fw").attrs
+            a = self.geom[lay.name]
             ins = {"w": f"w:{lay.name}", "dw": f"dw:{lay.name}"}
             if a["bias"]:
                 ins.update(b=f"b:{lay.name}", db=f"db:{lay.name}")
@@ -453,6 +527,10 @@ def build_step(cut: Cut, p: float, params: CLParams, n_f: int = 1, n_t: int | No
     w.latents()
     w.backward()
     w.update()
+    for st in w.step.stages:
+        if st.kind == "mm_wg" and st.attrs.get("conv") and "stash" in st.ins:
+            raise UserError(f"{st.layer.name}: no stage writes its output gradient to run its activation's backward "
+                            f"in; the deployer cannot train this convolution here")
     order = {"frozen": 0, "latents": 1, "fw": 2, "bw": 3, "update": 4}
     w.step.stages.sort(key=lambda s: order[s.phase])   # stable: program order kept within a phase
     return w.step

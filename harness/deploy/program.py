@@ -144,6 +144,9 @@ def step_program(gen: Gen, step: Step) -> Program:
                 a, w = index[(st.name, "acc")], index[(st.name, "")]
                 lines.append(f"    if ({chunk_var}) odl_timed({a}, st{a}, {chunk_var});\n"
                              f"    else odl_timed({w}, st{w}, 0);")
+            elif st.repeat == "once" and phase in ("fw", "bw"):     # with the first chunk only
+                i = index[(st.name, "")]
+                lines.append(f"    if (!{chunk_var}) odl_timed({i}, st{i}, 0);")
             else:
                 i = index[(st.name, "")]
                 lines.append(f"    odl_timed({i}, st{i}, {chunk_var});")

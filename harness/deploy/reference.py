@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.deploy.graph import Stage, Step
+from harness.deploy.graph import WG_KINDS, Stage, Step
 
 F16 = np.float16
 ETA_MM = 2.0 ** -18
 ETA_DW = {"fw": 9 * 2.0 ** -11, "ig": 9 * 2.0 ** -11, "wg": 8 * 2.0 ** -11}
 U = 2.0 ** -10
-SLOPE = {"none": 0.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
-SLOPE_BW = {"relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}   # bound on |act'|: how a gradient's error carries
+SLOPE = {"none": 0.0, "relu": 1.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
+SLOPE_BW = {"relu": 1.0, "relu6": 1.0, "hswish": 1.5, "sigmoid": 0.25}
+EXACT_BW = ("relu", "relu6")     # activations whose backward is a mask: no rounding   # bound on |act'|: how a gradient's error carries
 
 
 def h(x) -> np.ndarray:
@@ -31,6 +32,8 @@ def h(x) -> np.ndarray:
 
 
 def act_fw(act: str, z: np.ndarray) -> np.ndarray:
+    if act == "relu":
+        return np.maximum(z, 0.0)
     if act == "relu6":
         return np.clip(z, 0.0, 6.0)
     if act == "hswish":
@@ -41,6 +44,8 @@ def act_fw(act: str, z: np.ndarray) -> np.ndarray:
 
 
 def act_bw(act: str, st: np.ndarray, g: np.ndarray) -> np.ndarray:
+    if act == "relu":
+        return np.where(st > 0.0, g, 0.0)
     if act == "relu6":
         return np.where((st > 0.0) & (st < 6.0), g, 0.0)
     if act == "hswish":
@@ -86,7 +91,7 @@ def run_stage(env: Env, st: Stage, chunk: int = 0, variant: str = "") -> dict:
     """Apply one stage to `env` (outputs written back); returns {output tensor: (ref, tol)}."""
     fn = {"mm_fw": _mm_fw, "mm_ig": _mm_ig, "mm_wg": _mm_wg, "dw_fw": _dw_fw, "dw_ig": _dw_ig, "dw_wg": _dw_wg,
           "conv_fw": _conv_fw, "gap_bw": _gap_bw, "scale_fw": _scale_fw, "scale_bw": _scale_bw, "sgd": _sgd,
-          "latents": _latents}[st.kind]
+          "latents": _latents, "im2col": _im2col, "wg_cols": _im2col, "ig_cols": _ig_cols, "ig_wt": _ig_wt}[st.kind]
     out = fn(env, st, chunk, variant == "acc")
     if st.attrs.get("act_out"):   # the activation backward of the layer whose output gradient this is
         name = st.outs[st.attrs["act_out_slot"]]
@@ -94,7 +99,7 @@ def run_stage(env: Env, st: Stage, chunk: int = 0, variant: str = "") -> dict:
         stv = env.get(st, st.ins["stash_out"], chunk)[:, : val.shape[1]]
         act = st.attrs["act_out"]
         g = act_bw(act, stv, val)
-        out[name] = (g, SLOPE_BW[act] * tol + (0.0 if act == "relu6" else U * np.abs(g)) + 2.0 ** -24)
+        out[name] = (g, SLOPE_BW[act] * tol + (0.0 if act in EXACT_BW else U * np.abs(g)) + 2.0 ** -24)
     for name, (ref, _) in out.items():
         env.put(st, name, chunk, ref)
     return out
@@ -170,14 +175,17 @@ def _dz(env, st, chunk):
     dy = env.get(st, st.ins["dy"], chunk)[:, : a["k_out"]]
     if "stash" in st.ins and a["act"] != "none":
         stv = env.get(st, st.ins["stash"], chunk)[:, : a["k_out"]]
-        return act_bw(a["act"], stv, dy), a["act"] == "relu6"
+        return act_bw(a["act"], stv, dy), a["act"] in EXACT_BW
     return dy, True
 
 
 def _mm_ig(env, st, chunk, acc):
     a = st.attrs
     dz, exact = _dz(env, st, chunk)
-    w = env.a[st.ins["w"]][: a["k_out"], : a["k_in"]]
+    if a.get("wt"):      # a convolution's: gathered dZ (k k k_out columns) times the transposed weights
+        w = env.a[st.ins["w"]][: a["k_in"], : a["k_out"]].T
+    else:
+        w = env.a[st.ins["w"]][: a["k_out"], : a["k_in"]]
     dxf = dz @ w
     mag = np.abs(dz) @ np.abs(w)
     eta = ETA_MM if exact else U
@@ -191,6 +199,12 @@ def _mm_ig(env, st, chunk, acc):
     return {st.outs["dx"]: (dx, tol)}
 
 
+def _add_mag(env: Env, name: str, mag: np.ndarray, acc: bool) -> None:
+    """The sum of |terms| of a weight gradient over the chunks it has accumulated so far."""
+    old = env.mag.get(name)
+    env.mag[name] = mag + old if acc and old is not None and old.shape == mag.shape else mag
+
+
 def _mm_wg(env, st, chunk, acc):
     a = st.attrs
     dz, exact = _dz(env, st, chunk)
@@ -198,7 +212,7 @@ def _mm_wg(env, st, chunk, acc):
     eta = ETA_MM if exact else U
     dw = h(dz.T @ xs)
     mag = np.abs(dz).T @ np.abs(xs)
-    env.mag[st.outs["dw"]] = mag
+    _add_mag(env, st.outs["dw"], mag, acc)
     tol = _tol(dw, mag, eta=eta)
     out = {}
     if acc:
@@ -208,8 +222,9 @@ def _mm_wg(env, st, chunk, acc):
     out[st.outs["dw"]] = (dw, tol)
     if "db" in st.outs:
         db = h(dz.sum(axis=0))[None, :]
-        env.mag[st.outs["db"]] = np.abs(dz).sum(axis=0)[None, :]
-        dtol = _tol(db, env.mag[st.outs["db"]], eta=eta)
+        dmag = np.abs(dz).sum(axis=0)[None, :]
+        _add_mag(env, st.outs["db"], dmag, acc)
+        dtol = _tol(db, dmag, eta=eta)
         if acc:
             db = h(env.a[st.outs["db"]][:, : a["k_out"]] + db)
             dtol = dtol + U * np.abs(db)
@@ -314,7 +329,7 @@ def _dw_wg(env, st, chunk, acc):
         dw[i] = (sh * gm).sum(axis=(0, 1, 2))
         mag[i] = np.abs(sh * gm).sum(axis=(0, 1, 2))
     eta = ETA_DW["wg"] if exact else ETA_DW["wg"] + U
-    env.mag[st.outs["dw"]] = mag
+    _add_mag(env, st.outs["dw"], mag, acc)
     dwr = h(dw)
     tol = _tol(dwr, mag, eta=eta)
     out = {}
@@ -324,8 +339,9 @@ def _dw_wg(env, st, chunk, acc):
     out[st.outs["dw"]] = (dwr, tol)
     if "db" in st.outs:
         db = h(gm.sum(axis=(0, 1, 2)))[None, :]
-        env.mag[st.outs["db"]] = np.abs(gm).sum(axis=(0, 1, 2))[None, :]
-        dtol = _tol(db, env.mag[st.outs["db"]], eta=eta)
+        dmag = np.abs(gm).sum(axis=(0, 1, 2))[None, :]
+        _add_mag(env, st.outs["db"], dmag, acc)
+        dtol = _tol(db, dmag, eta=eta)
         if acc:
             db = h(env.a[st.outs["db"]][:, :k_in] + db)
             dtol = dtol + U * np.abs(db)
@@ -394,14 +410,78 @@ def sgd_value(w: np.ndarray, g: np.ndarray, lr: float) -> np.ndarray:
     return h(w + g * float(np.float16(-lr)))
 
 
+def sgd_blocks(a: dict) -> list:
+    """(weight block, gradient block) index pairs an update touches: the kept block, or for a dense
+    convolution the kept input channels of every tap (W [C_out][k k C_in], dW [k_out][k k k_in])."""
+    if a["kind"] == "conv":
+        k_in, c_in = a["k_in"], a["c_in"]
+        return [((slice(0, a["k_out"]), slice(t * c_in, t * c_in + k_in)),
+                 (slice(0, a["k_out"]), slice(t * k_in, (t + 1) * k_in))) for t in range(a["k"] ** 2)]
+    rows = a["k"] ** 2 if a["kind"] == "dw" else a["k_out"]
+    blk = (slice(0, rows), slice(0, a["k_in"]))
+    return [(blk, blk)]
+
+
+def _gather_rows(a, c, src, ns, forward: bool) -> np.ndarray:
+    """im2col (forward: one row per output pixel, columns (kh, kw, ci)) or the output gradient gathered
+    per input pixel (columns (kh, kw, co): dz at the output pixel the tap maps that input pixel to)."""
+    k, s = a["k"], a["stride"]
+    left, _, top, _ = a["pad"]
+    h, w, ho, wo = a["h"], a["w"], a["h_out"], a["w_out"]
+    if forward:
+        xm = src.reshape(ns, h, w, -1)[..., :c]
+        cols = [_shift(xm, a, kh, kw) for kh in range(k) for kw in range(k)]
+        return np.concatenate(cols, axis=3).reshape(ns * ho * wo, k * k * c)
+    gm = src.reshape(ns, ho, wo, -1)[..., :c]
+    out = np.zeros((ns, h, w, k * k, c))
+    for kh in range(k):
+        for kw in range(k):
+            for ih in range(h):
+                th = ih + top - kh
+                if th < 0 or th % s or th // s >= ho:
+                    continue
+                for iw in range(w):
+                    tw = iw + left - kw
+                    if tw < 0 or tw % s or tw // s >= wo:
+                        continue
+                    out[:, ih, iw, kh * k + kw] = gm[:, th // s, tw // s]
+    return out.reshape(ns * h * w, k * k * c)
+
+
+def _im2col(env, st, chunk, acc):
+    a = st.attrs
+    ns = _samples(env, st)
+    x = env.get(st, st.ins["x"], chunk)
+    col = _gather_rows(a, a["c"], x, ns, True)
+    out = {st.outs["col"]: (col, np.zeros_like(col))}
+    if a.get("keep"):
+        xs = x[:, : a["keep"]]
+        out[st.outs["xs"]] = (xs, np.zeros_like(xs))
+    return out
+
+
+def _ig_cols(env, st, chunk, acc):
+    a = st.attrs
+    dy = env.get(st, st.ins["dy"], chunk)
+    col = _gather_rows(a, a["c"], dy, _samples(env, st), False)
+    return {st.outs["col"]: (col, np.zeros_like(col))}
+
+
+def _ig_wt(env, st, chunk, acc):
+    """wt[ci][(tap, co)] = W[co][tap C_in + ci] for the kept channels."""
+    a = st.attrs
+    w = env.a[st.ins["w"]]
+    wt = np.concatenate([w[: a["k_out"], t * a["c_in"]: t * a["c_in"] + a["k_in"]].T for t in range(a["kk"])], axis=1)
+    return {st.outs["wt"]: (wt, np.zeros_like(wt))}
+
+
 def _sgd(env, st, chunk, acc):
     a = st.attrs
     out = {}
     w = env.a[st.ins["w"]].copy()
     g = env.a[st.ins["dw"]]
-    rows = a["k"] ** 2 if a["kind"] == "dw" else a["k_out"]
-    cols = a["k_in"]
-    w[:rows, :cols] = sgd_value(w[:rows, :cols], g[:rows, :cols], a["lr"])
+    for (wr, wc), (gr, gc) in sgd_blocks(a):
+        w[wr, wc] = sgd_value(w[wr, wc], g[gr, gc], a["lr"])
     out[st.ins["w"]] = (w, np.zeros_like(w))
     if "b" in st.ins:
         b = env.a[st.ins["b"]].copy()
@@ -429,7 +509,7 @@ def run_step(env: Env) -> Env:
     """The reference of a whole epoch-1 step: every stage of Step.sequence() in order."""
     step = env.step
     for st, chunk in step.sequence():
-        acc = st.kind in ("mm_wg", "dw_wg") and chunk > 0
+        acc = st.kind in WG_KINDS and chunk > 0
         run_stage(env, st, chunk, "acc" if acc else "")
     return env
 

@@ -29,12 +29,13 @@ from harness.backends import embedded
 from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
-from harness.deploy.graph import Stage, Step, build_step
+from harness.deploy.graph import Stage, Step, build_step, deploy_kind
 from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.tensors import from_image, to_image
 from harness.nets import build_network, cut_at_layer_id
+from harness.nets.registry import load_weights, net_label
 from harness.schedule import cl_params
 
 INCLUDE = ROOT / "pulp_kernels" / "include"
@@ -57,6 +58,7 @@ class Point:
     network: tuple = ()          # builder keyword arguments (sorted items)
     cl: tuple = ()               # CL parameter overrides (sorted items)
     chunks: tuple = ()           # (frozen, tail) samples per chunk instead of the largest that fit
+    weights: str = "random"      # "model": an ONNX model's initializers instead of random weights
 
 
 @lru_cache(maxsize=64)
@@ -74,6 +76,44 @@ def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> Memory
     if n_f is None:
         return choose_step(cut, pt.p, params, plat, pt.placement)
     return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t), plat, pt.placement)
+
+
+def model_tensors(pt: Point) -> dict:
+    """With `weights="model"`: the weight and bias tensors of every layer of the step in the deployer's
+    layouts (harness.deploy.graph: pw/linear [C_out][C_in], conv [C_out][k k C_in], dw [k k][C], bias one
+    row), from the model's initializers with BatchNorm folded; {} for random weights."""
+    if pt.weights == "random":
+        return {}
+    if pt.weights != "model":
+        raise UserError(f"weights must be 'random' or 'model', got {pt.weights!r}")
+    lw = load_weights(pt.net, pt.dataset, **dict(pt.network))
+    return _deploy_layout(plan_of(pt).step, lw)
+
+
+def _deploy_layout(step: Step, lw: dict) -> dict:
+    out = {}
+    for st in step.stages:
+        lay = st.layer
+        if lay is None or f"w:{lay.name}" in out:
+            continue
+        w = np.asarray(lw[lay.name].w, dtype=np.float64)
+        kind = deploy_kind(lay)
+        if kind == "dw":
+            out[f"w:{lay.name}"] = w[:, 0].reshape(lay.c_out, -1).T
+        elif kind == "conv":
+            out[f"w:{lay.name}"] = w.transpose(0, 2, 3, 1).reshape(lay.c_out, -1)
+        else:
+            out[f"w:{lay.name}"] = w.reshape(lay.c_out, -1)
+        if lw[lay.name].b is not None:
+            out[f"b:{lay.name}"] = np.asarray(lw[lay.name].b, dtype=np.float64)[None, :]
+    return out
+
+
+def weights_digest(pt: Point) -> str:
+    """What a program's data depends on besides the seed: the model file when it gives the weights."""
+    if pt.weights == "random":
+        return "random"
+    return build_network(pt.net, pt.dataset, **dict(pt.network)).config["sha256"]
 
 
 # ---------------------------------------------------------------- one stage on its own
@@ -125,8 +165,9 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
     return local
 
 
-def content(plan: MemoryPlan, st: Stage, variant: str) -> dict:
-    """Everything the stage program depends on, without names of the network around it."""
+def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") -> dict:
+    """Everything the stage program depends on, without names of the network around it (the weights:
+    "random", or the sha256 of the model that gives them, with the layer)."""
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
 
@@ -139,7 +180,9 @@ def content(plan: MemoryPlan, st: Stage, variant: str) -> dict:
             "outs": {k: tdesc(v) for k, v in sorted(st.outs.items())},
             "samples": {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1),
             "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
-            "platform": plan.platform.name, "seed": SEED}
+            "platform": plan.platform.name, "seed": SEED,
+            **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
+               else {"weights": [weights, st.layer.name if st.layer else ""]})}
 
 
 def stage_macs(step: Step, st: Stage) -> int:
@@ -147,6 +190,8 @@ def stage_macs(step: Step, st: Stage) -> int:
     ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
     if st.kind == "mm_fw":
         return ns * a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
+    if st.kind == "mm_ig" and a.get("wt"):    # a convolution's input gradient: the MACs of its taps that land
+        return ns * a["useful_macs"]
     if st.kind in ("mm_ig", "mm_wg"):
         return ns * a["h_out"] * a["w_out"] * a["k_in"] * a["k_out"]
     if st.kind == "dw_fw":
@@ -206,7 +251,7 @@ class StageJob:
 
     def run(self) -> dict:
         plan, local, st, prog = self.program()
-        return run_stage_program(local, st, self.variant, prog, self.name)
+        return run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point))
 
 
 def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
@@ -215,10 +260,11 @@ def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
     step = plan.step
     jobs = []
     for st in step.stages + reuse_stages(step):
+        digest = weights_digest(pt)
         for v in progmod.variants(step, st):
-            key = content(plan, st, v)
+            key = content(plan, st, v, digest)
             digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-            label = f"{pt.net}.{st.name}{'.' + v if v else ''}"
+            label = f"{net_label(pt.net)}.{st.name}{'.' + v if v else ''}"
             jobs.append(StageJob(pt, step.n_f, step.n_t, st.name, v, key, f"deploy_{label}_{digest}_{pt.platform}",
                                  stage_macs(step, st)))
     return plan, jobs
@@ -235,11 +281,12 @@ def reuse_stages(step: Step) -> list[Stage]:
 
 # ---------------------------------------------------------------- data
 
-def random_env(step: Step, names: list[str], rng: np.random.Generator) -> ref.Env:
+def random_env(step: Step, names: list[str], rng: np.random.Generator, given: dict | None = None) -> ref.Env:
     """Inputs for a program: weights scaled by 1/sqrt(fan-in), activations in [-1, 1], stashes in the
-    range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks)."""
+    range their activation produces (ReLU6 with exact 0 and 6, h-swish around its kinks). Tensors in
+    `given` (a model's weights, model_tensors) take those values instead, rounded to FP16."""
     env = ref.Env(step)
-    kinds = {f"w:{s.layer.name}": s.attrs["kind"] for s in step.stages if s.layer is not None}
+    kinds = {f"w:{s.layer.name}": deploy_kind(s.layer) for s in step.stages if s.layer is not None}
     for n in names:
         t = step.tensors[n]
         rows = t.rows * (t.samples(step) if t.scope != "none" else 1)
@@ -264,17 +311,24 @@ def random_env(step: Step, names: list[str], rng: np.random.Generator) -> ref.En
             v = rng.uniform(-1, 1, (lat.rows * step.params.batch, t.cols))
         else:
             v = rng.uniform(-1, 1, shape)
+        if given and n in given:
+            v = given[n]
+            if v.shape != shape:
+                raise UserError(f"{n}: the model gives shape {v.shape}, the step needs {shape}")
         env.a[n] = ref.h(v) if role != "label" else v
     return env
 
 
 def _stash_values(step: Step, name: str, shape, rng) -> np.ndarray:
     lay = name.split(":", 1)[1]
-    act = next((s.attrs["act"] for s in step.stages if s.layer is not None and s.layer.name == lay), "none")
+    act = next((s.attrs["act"] for s in step.stages if s.layer is not None and s.layer.name == lay and "act" in s.attrs),
+               "none")
     if name.startswith("sx:"):
         return ref.act_fw("hswish", ref.h(rng.uniform(-4, 4, shape)))
     if act == "hswish":
         return rng.uniform(-4, 4, shape)
+    if act == "relu":
+        return np.maximum(rng.uniform(-1.0, 6.0, shape), 0.0)
     if act == "relu6":
         return np.clip(rng.uniform(-0.5, 6.5, shape), 0.0, 6.0)
     if act == "sigmoid":
@@ -401,11 +455,12 @@ def compare(step: Step, name: str, raw: bytes, want, tol) -> dict:
     return d
 
 
-def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str) -> dict:
+def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str,
+                      given: dict | None = None) -> dict:
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
     rng = np.random.default_rng(SEED)
-    env = random_env(step, ins, rng)
+    env = random_env(step, ins, rng, given)
     chunk = 1 if variant == "acc" else 0
     before = {n: env.a[n].copy() for n in ins}
     res, mem = execute(prog, plan, env, ins, outs, st.name)
@@ -469,7 +524,8 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
               if n in plan.homes and t.role in ("weight", "bias", "input", "label", "replay")]
     # the frozen input is one chunk's images; every chunk of the step reads the same buffer, so the
     # reference uses the same images for every chunk
-    env = random_env(step, inputs, rng)
+    given = model_tensors(pt)
+    env = random_env(step, inputs, rng, given)
     finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
               (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
     res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step", timeline)
@@ -481,7 +537,7 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
         t = step.tensors[n]
         g, pad = from_image(mem[n][: env.a[n].shape[0] * t.pitch * 2], env.a[n].shape)
         got[n] = (g.astype(np.float64), pad)
-    init = random_env(step, inputs, np.random.default_rng(SEED)).a
+    init = random_env(step, inputs, np.random.default_rng(SEED), given).a
     for n in finals:
         t = step.tensors[n]
         g, pad = got[n]
@@ -492,16 +548,16 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
             a = upd.attrs
             grad = got[upd.ins["dw" if t.role == "weight" else "db"]][0]
             exp = init[n].copy()
-            rows = a["k"] ** 2 if a["kind"] == "dw" else a["k_out"]
             if t.role == "weight":
-                exp[:rows, : a["k_in"]] = ref.sgd_value(exp[:rows, : a["k_in"]], grad[:rows, : a["k_in"]], a["lr"])
+                for wb, gb in ref.sgd_blocks(a):
+                    exp[wb] = ref.sgd_value(exp[wb], grad[gb], a["lr"])
             else:
                 exp[:, : a["k_out"]] = ref.sgd_value(exp[:, : a["k_out"]], grad[:, : a["k_out"]], a["lr"])
             diff = int(np.sum(g != exp))
             checks[n] = {"mismatches": diff, "ok": diff == 0 and not (pad != 0).any()}
         else:
             scale = env.mag.get(n)
-            # a gradient accumulated over chunks: the last chunk's terms stand for the scale
+            # a gradient accumulated over chunks: the terms of all of them make the scale
             rel = ref.rel_error(g, want, scale if scale is not None and scale.shape == want.shape else None)
             checks[n] = {"rel_err": rel, "max_abs_err": float(np.max(np.abs(g - want))) if want.size else 0.0,
                          "max_abs_ref": float(np.max(np.abs(want))) if want.size else 0.0,

@@ -34,9 +34,9 @@ def group(st: Stage) -> str:
         return "fw_tail"
     if st.phase == "update":
         return "sgd"
-    if st.kind in ("mm_wg", "dw_wg"):
+    if st.kind in ("mm_wg", "dw_wg", "wg_cols"):
         return "wg"
-    if st.kind in ("mm_ig", "dw_ig"):
+    if st.kind in ("mm_ig", "dw_ig", "ig_cols", "ig_wt"):
         return "ig"
     return "ops_bw"
 
@@ -52,7 +52,7 @@ def step_counts(step: Step) -> dict[tuple[str, str], int]:
     for st in step.stages:
         if st.phase == "frozen":
             out[(st.name, "")] = step.chunks_f
-        elif st.phase in ("latents", "update"):
+        elif st.phase in ("latents", "update") or st.repeat == "once":
             out[(st.name, "")] = 1
         elif st.kind in ("mm_wg", "dw_wg") and step.chunks_t > 1:
             out[(st.name, "")] = 1

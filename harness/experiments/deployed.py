@@ -61,7 +61,8 @@ def points(exp: Experiment) -> list[DeployedPoint]:
                     for p in sw.p:
                         for placement in exp.placements:
                             dp = DeployPoint(sw.net, dataset, layer_id, p, platform, placement,
-                                             tuple(sorted(sw.network.items())), tuple(sorted(sw.cl.items())))
+                                             tuple(sorted(sw.network.items())), tuple(sorted(sw.cl.items())),
+                                             weights=sw.weights)
                             plan, jobs = stage_jobs(dp)
                             out.append(DeployedPoint(platform, sw, dataset, layer_id, p, placement, plan.step.cut,
                                                      plan.step.params, plan, tuple(jobs)))
@@ -141,7 +142,7 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
                 per = lc.wg
             elif st.kind in ("mm_ig", "dw_ig"):
                 per = lc.ig
-            elif st.kind == "sgd":
+            elif st.kind in ("sgd", "im2col", "wg_cols", "ig_cols", "ig_wt"):
                 per = 0
             ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
             model_macs = None if per is None else per * ns

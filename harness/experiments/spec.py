@@ -20,8 +20,9 @@ from harness import ROOT, paths, validate
 from harness import platform as platmod
 from harness.errors import UserError
 from harness.kernels import spec as kspec
-from harness.nets import dataset_spec, net_spec
-from harness.nets.registry import check_params
+from harness.nets import build_network, dataset_spec, net_spec
+from harness.nets.onnx_import import is_onnx
+from harness.nets.registry import check_params, net_label
 from harness.schedule import cl_params
 from harness.partial import kept_channels
 
@@ -33,7 +34,7 @@ _EXPERIMENT = {"description", "kind", "platforms", "steps", "p", "placement", "d
 _TIMELINE = {"net", "dataset", "layer_id", "p", "placement"}
 DEPLOYMENTS = ("deployed", "isolated")
 PLACEMENTS = ("fit", "method")
-_SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl"}
+_SWEEP = {"net", "datasets", "layer_ids", "p", "network", "cl", "weights"}
 _KERNEL = {"kind", "cin", "cout", "hw", "k", "stride", "pad", "steps", "p", "placement"}
 
 
@@ -45,13 +46,16 @@ class Sweep:
     p: tuple[float, ...]
     network: dict = field(default_factory=dict, hash=False, compare=False)   # build_network overrides
     cl: dict = field(default_factory=dict, hash=False, compare=False)        # cl_params overrides
+    weights: str = "random"     # "model": an ONNX model's initializers in the stage programs
 
     @property
     def label(self) -> str:
-        """The network's name in result rows; non-default hyper-parameters are spelled out."""
+        """The network's name in result rows (an ONNX model by its file name); non-default
+        hyper-parameters are spelled out."""
+        name = net_label(self.net)
         if not self.network:
-            return self.net
-        return f"{self.net}({','.join(f'{k}={v}' for k, v in sorted(self.network.items()))})"
+            return name
+        return f"{name}({','.join(f'{k}={v}' for k, v in sorted(self.network.items()))})"
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,10 @@ def _sweep(where: str, i: int, s) -> Sweep:
     net = s["net"]
     if not isinstance(net, str):
         raise UserError(f"{where}: {table} net must be a string, got {net!r}")
-    net_spec(net)
+    if is_onnx(net):
+        net = _model_path(where, table, net)
+    else:
+        net_spec(net)
     datasets = tuple(_list(where, f"{table} datasets", s["datasets"], str))
     for d in datasets:
         dataset_spec(d)
@@ -263,19 +270,39 @@ def _sweep(where: str, i: int, s) -> Sweep:
     # hyper-parameters and CL parameters are checked here, where the file and key can be named
     try:
         overrides = dict(s.get("network", {}))
-        for key in ("resolution", "num_classes"):   # build_network's own arguments
-            if key in overrides:
-                validate.check_int(key, overrides.pop(key), 1, validate.MAX_EXTENT)
-        check_params(net, overrides)
+        if is_onnx(net):
+            build_network(net, datasets[0], **overrides)   # reads the model: its errors name the file and node
+        else:
+            for key in ("resolution", "num_classes"):   # build_network's own arguments
+                if key in overrides:
+                    validate.check_int(key, overrides.pop(key), 1, validate.MAX_EXTENT)
+            check_params(net, overrides)
     except UserError as e:
         raise UserError(f"{where}: {table} network: {e}") from None
+    weights = s.get("weights", "random")
+    if weights not in ("random", "model") or (weights == "model" and not is_onnx(net)):
+        raise UserError(f"{where}: {table} weights must be \"random\" or, for an ONNX model, \"model\"; "
+                        f"got {weights!r}")
     for d in datasets:
         try:
             cl_params(d, **s.get("cl", {}))
         except UserError as e:
             raise UserError(f"{where}: {table} cl: {e}") from None
-    return Sweep(net, datasets, layer_ids, _ps(where, f"{table} p", s["p"]), dict(s.get("network", {})),
-                 dict(s.get("cl", {})))
+    network = {k: (tuple(v) if isinstance(v, list) else v) for k, v in s.get("network", {}).items()}
+    return Sweep(net, datasets, layer_ids, _ps(where, f"{table} p", s["p"]), network, dict(s.get("cl", {})), weights)
+
+
+def _model_path(where: str, table: str, net: str) -> str:
+    """An ONNX model named in an experiment file: relative to the file's directory, else to the
+    current directory; absolute in the Sweep."""
+    given = Path(net)
+    tries = [given] if given.is_absolute() else [Path(where).parent / given, Path.cwd() / given]
+    for p in tries:
+        if p.is_file():
+            return str(p.resolve())
+    raise UserError(f"{where}: {table} net: ONNX model {net} not found (looked in "
+                    f"{' and '.join(str(t.parent.resolve()) for t in tries)}); paths are relative to the experiment "
+                    f"file or the current directory")
 
 
 def _kernel(where: str, i: int, t, steps, ps, placement) -> KernelGeometry:

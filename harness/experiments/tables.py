@@ -225,6 +225,10 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
             doc["placements"] = list(exp.placements)
             doc["fusion"] = sorted({note for pt in plan.points for note in pt.plan.step.notes})
         doc["ops_measured"] = any(pt.includes_ops for pt in plan.points)
+        models = {sw.label: {"path": sw.net, "sha256": pt.cut.network.config["sha256"], "weights": sw.weights}
+                  for pt in plan.points for sw in (pt.sweep,) if "sha256" in pt.cut.network.config}
+        if models:
+            doc["onnx_models"] = models     # the imported models the rows were measured on
     return doc
 
 

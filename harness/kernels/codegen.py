@@ -783,7 +783,7 @@ def gen_op(g: _Gen, ins: dict):
             rows_in.append((name,) + g.tensor_in(name, a.reshape(hw, a.shape[2])))
         else:
             vec_in.append((name,) + g.tensor_in(name, a.reshape(1, -1)))
-    out_names = {"relu6": ["y"] if fw else ["dx"], "hswish": ["y"] if fw else ["dx"], "add": ["y"] if fw else ["dx"],
+    out_names = {"relu6": ["y"] if fw else ["dx"], "relu": ["y"] if fw else ["dx"], "hswish": ["y"] if fw else ["dx"], "add": ["y"] if fw else ["dx"],
                  "scale": ["y"] if fw else ["dx", "ds"], "gap": ["y"] if fw else ["dx"], "sigmoid": ["y"] if fw else ["dx"],
                  "ce": ["dz"]}[kind]
     for name in out_names:
@@ -814,6 +814,8 @@ def gen_op(g: _Gen, ins: dict):
         calls = {
             ("relu6", True): lambda: f"odl_relu6_fw({r('y')}, {r('x')}, T->rows, {c}, {pitch});",
             ("relu6", False): lambda: f"odl_relu6_bw({r('dx')}, {r('x')}, {r('dy')}, T->rows, {c}, {pitch});",
+            ("relu", True): lambda: f"odl_relu_fw({r('y')}, {r('x')}, T->rows, {c}, {pitch});",
+            ("relu", False): lambda: f"odl_relu_bw({r('dx')}, {r('x')}, {r('dy')}, T->rows, {c}, {pitch});",
             ("hswish", True): lambda: f"odl_hswish_fw({r('y')}, {r('x')}, T->rows, {c}, {pitch});",
             ("hswish", False): lambda: f"odl_hswish_bw({r('dx')}, {r('x')}, {r('dy')}, T->rows, {c}, {pitch});",
             ("add", True): lambda: f"odl_add({r('y')}, {r('a')}, {r('b')}, T->rows, {c}, {pitch});",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from harness.kernels.spec import KernelSpec, make
 from harness.nets import Layer
 
-KIND = {"pointwise": "pw", "depthwise": "dw", "conv3x3": "conv", "linear": "linear",
+KIND = {"pointwise": "pw", "depthwise": "dw", "conv3x3": "conv", "conv": "conv", "linear": "linear",
         "se_reduce": "linear", "se_expand": "linear"}
 
 
@@ -21,9 +21,9 @@ def layer_spec(layer: Layer, step: str, p_in: float = 1.0, p_out: float = 1.0,
     if kind == "linear":
         return make("linear", layer.c_in, layer.c_out, 1, 1, step, p_in=p_in, p_out=p_out, platform=platform, bias=bias,
                     placement=placement)
-    if kind == "pw":
-        if layer.stride != 1:
-            raise ValueError(f"{layer.name}: strided 1x1 convs are not supported")
+    if kind == "pw" and layer.stride != 1:
+        kind = "conv"       # a strided 1x1 convolution: the convolution kernels with k = 1
+    elif kind == "pw":
         return make("pw", layer.c_in, layer.c_out, layer.h_in, layer.w_in, step, p_in=p_in, p_out=p_out,
                     platform=platform, bias=bias, placement=placement)
     p_out = p_in if kind == "dw" else p_out
@@ -39,7 +39,7 @@ def training_steps(trainable: bool, first_trained: bool) -> tuple:
     return ("fw", "wg", "update") if first_trained else ("fw", "wg", "ig", "update")
 
 
-ACT_OPS = {"relu6": "relu6", "hswish": "hswish", "sigmoid": "sigmoid"}
+ACT_OPS = {"relu": "relu", "relu6": "relu6", "hswish": "hswish", "sigmoid": "sigmoid"}
 
 
 def op_specs(op, network, step: str, p: float = 1.0, platform: str = "pulp-open") -> list:

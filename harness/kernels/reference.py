@@ -97,7 +97,7 @@ def input_grad(dy, w, spec: KernelSpec):
 def _op_inputs(spec: KernelSpec, uni) -> dict:
     hw, c, k = (spec.h, spec.w), spec.cin, spec.k_in
     kind, step = spec.kind, spec.step
-    if kind in ("relu6", "hswish"):
+    if kind in ("relu6", "hswish", "relu"):
         # a spread that crosses every breakpoint (0, 6 / -3, 3)
         return {"x": uni(hw + (c,), 8.0)} if step == "fw" else {"x": uni(hw + (k,), 8.0), "dy": uni(hw + (k,))}
     if kind == "sigmoid":
@@ -119,6 +119,9 @@ def _op_expected(spec: KernelSpec, ins: dict) -> dict:
     kind, step = spec.kind, spec.step
     if kind == "relu6":
         out = np.clip(f["x"], 0, 6) if step == "fw" else f["dy"] * ((f["x"] > 0) & (f["x"] < 6))
+        return {"y" if step == "fw" else "dx": (out, np.abs(out))}
+    if kind == "relu":
+        out = np.maximum(f["x"], 0) if step == "fw" else f["dy"] * (f["x"] > 0)
         return {"y" if step == "fw" else "dx": (out, np.abs(out))}
     if kind == "hswish":
         x = f["x"]
@@ -212,7 +215,7 @@ def min_l2_bytes(spec: KernelSpec) -> int:
 
 
 KIND_IDS = {"conv": 1, "pw": 2, "dw": 3, "linear": 4, "relu6": 5, "hswish": 6, "sigmoid": 7, "add": 8, "gap": 9,
-            "scale": 10, "ce": 11}
+            "scale": 10, "ce": 11, "relu": 12}
 STEP_IDS = {"fw": 1, "wg": 2, "ig": 3, "update": 4}
 
 

@@ -28,7 +28,7 @@ WEIGHT_KINDS = ("conv", "pw", "dw", "linear")
 # Operators without weights that the trainable part of the networks needs: activations and their
 # derivatives, the residual add, squeeze-excite (global average pool, sigmoid gate, channel scale),
 # and the cross-entropy gradient from logits. Their "ig" step is the backward pass.
-OPS = ("relu6", "hswish", "sigmoid", "add", "gap", "scale", "ce")
+OPS = ("relu6", "hswish", "sigmoid", "add", "gap", "scale", "ce", "relu")
 VECTOR_OPS = ("sigmoid", "ce")
 KINDS = WEIGHT_KINDS + OPS
 STEPS = ("fw", "wg", "ig", "update")

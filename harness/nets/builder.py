@@ -28,10 +28,11 @@ def conv_out(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int) -> i
 
 class NetBuilder:
     def __init__(self, name: str, title: str, resolution: int, num_classes: int, config: dict,
-                 in_channels: int = 3):
+                 in_channels: int = 3, input_width: int | None = None):
         self.name, self.title = name, title
         self.resolution, self.num_classes, self.config = resolution, num_classes, dict(config)
-        self.tensors: dict[str, tuple[int, int, int]] = {"input": (in_channels, resolution, resolution)}
+        width = resolution if input_width is None else input_width
+        self.tensors: dict[str, tuple[int, int, int]] = {"input": (in_channels, resolution, width)}
         self.ops: list[Op] = []
         self.blocks: list[str] = []
         self.block = ""
@@ -58,7 +59,9 @@ class NetBuilder:
     # -- weight layers ---------------------------------------------------------------------
     def conv(self, name: str, kind: str, c_out: int, *, kernel: int = 1, stride: int = 1,
              pad=(0, 0, 0, 0), groups: int = 1, bias: bool = False, bn: bool = True,
-             act: str = "none", residual: bool = False, note: str = "", src: str | None = None) -> str:
+             act: str = "none", residual: bool | str = False, note: str = "", src: str | None = None) -> str:
+        """A weight layer reading `src` (default: the current tensor). `residual`: True for a sum with
+        the block input ("add(block_input)"), or the record's text for another skip."""
         src = src or self.cur
         c_in, h, w = self.tensors[src]
         left, right, top, bottom = pad
@@ -70,7 +73,8 @@ class NetBuilder:
         layer = Layer(name=name, kind=kind, block=self.block, c_in=c_in, c_out=c_out, h_in=h, w_in=w,
                       h_out=h_out, w_out=w_out, kernel=kernel, stride=stride, groups=groups,
                       pad=tuple(pad), bias=bias, bn_after=bn, act_after=act,
-                      residual="add(block_input)" if residual else "", note=note, input=src, output=out)
+                      residual=residual if isinstance(residual, str) else ("add(block_input)" if residual else ""),
+                      note=note, input=src, output=out)
         self.ops.append(Op(name=name, kind=kind, block=self.block, inputs=(src,), output=out, layer=layer))
         self.cur = out
         return out
@@ -108,10 +112,16 @@ class NetBuilder:
                          note=f"SE: sigmoid gate, x * gate (broadcast over {h}x{w})")
         return self._op(f"{prefix}.se_scale", "se_scale", (x, gate), (c, h, w))
 
-    def residual_add(self, name: str, skip: str) -> str:
-        if self.tensors[skip] != self.shape():
-            raise ValueError(f"{name}: residual shapes differ {self.tensors[skip]} vs {self.shape()}")
-        return self._op(name, "add", (self.cur, skip), self.shape())
+    def residual_add(self, name: str, skip: str, main: str | None = None) -> str:
+        """main + skip; `main` (default: the current tensor) is the operand the add fuses with."""
+        main = main or self.cur
+        if self.tensors[skip] != self.tensors[main]:
+            raise ValueError(f"{name}: residual shapes differ {self.tensors[skip]} vs {self.tensors[main]}")
+        return self._op(name, "add", (main, skip), self.tensors[main])
+
+    def se_scale(self, name: str, x: str, gate: str) -> str:
+        """x * gate, the gate one value per channel (a squeeze-excite scale)."""
+        return self._op(name, "se_scale", (x, gate), self.tensors[x])
 
     def build(self) -> Network:
         return Network(name=self.name, title=self.title, resolution=self.resolution,

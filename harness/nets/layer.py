@@ -12,11 +12,12 @@ from typing import Mapping
 
 from harness.errors import UserError
 
-# Weight-layer kinds, named as in shared/data/networks/*.csv.
-WEIGHT_KINDS = ("conv3x3", "pointwise", "depthwise", "linear", "se_reduce", "se_expand")
+# Weight-layer kinds, named as in shared/data/networks/*.csv; "conv" is a dense k x k convolution with
+# k other than 3 (imported models).
+WEIGHT_KINDS = ("conv3x3", "conv", "pointwise", "depthwise", "linear", "se_reduce", "se_expand")
 # Non-weight op kinds.
 OP_KINDS = ("dropout", "global_avgpool", "se_scale", "add")
-ACTIVATIONS = ("none", "relu6", "hswish", "sigmoid")
+ACTIVATIONS = ("none", "relu", "relu6", "hswish", "sigmoid")
 
 Shape = tuple[int, int, int]  # C, H, W
 
@@ -25,7 +26,10 @@ Shape = tuple[int, int, int]  # C, H, W
 class Layer:
     """One weight layer. BN (if any) and the activation are fused into the record (bn_after,
     act_after) because a kernel generator folds BN into the conv and applies the activation on
-    the output; `output` names the post-activation tensor."""
+    the output; `output` names the post-activation tensor. A layer whose output is the first operand
+    of a residual add (`residual` set) applies its activation after the add, as a ResNet block does
+    (relu(conv(x) + skip)): `output` is then the pre-activation sum's first operand and the add's
+    output is the activated sum. The built-in networks have no activation on such layers."""
 
     name: str
     kind: str
@@ -119,6 +123,11 @@ class Network:
     tensors: Mapping[str, Shape]
     blocks: tuple[str, ...]   # forward order; the replay cut points
     input: str = "input"
+
+    @property
+    def input_shape(self) -> Shape:
+        """C, H, W of one input sample."""
+        return self.tensors[self.input]
 
     @property
     def layers(self) -> list[Layer]:

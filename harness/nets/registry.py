@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
 from harness import validate
 from harness.errors import UserError
-from harness.nets import mobilenetv2, phinet
+from harness.nets import mobilenetv2, onnx_import, phinet
 from harness.nets.layer import Network
+from harness.nets.onnx_import import is_onnx
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,31 @@ def net_spec(name: str) -> NetSpec:
     try:
         return NETWORKS[name]
     except KeyError:
-        raise UserError(f"unknown network '{name}'; choose one of: {', '.join(NETWORKS)}") from None
+        raise UserError(f"unknown network '{name}'; choose one of: {', '.join(NETWORKS)}, "
+                        f"or the path of a .onnx model") from None
+
+
+def net_label(net: str) -> str:
+    """The network's name in result rows and program names: an ONNX model by its file name."""
+    return Path(net).name if is_onnx(net) else net
+
+
+def check_input_shape(shape) -> tuple[int, int, int]:
+    """(C, H, W) of one input sample, each from 1 to validate.MAX_EXTENT."""
+    if not isinstance(shape, (list, tuple)) or len(shape) != 3:
+        raise UserError(f"input_shape must be three integers C, H, W (e.g. [3, 32, 32]), got {shape!r}")
+    for v in shape:
+        validate.check_int("input_shape", v, 1, validate.MAX_EXTENT)
+    return tuple(int(v) for v in shape)
+
+
+def load_weights(net: str, dataset: str | None, **params) -> dict:
+    """The weights of an ONNX model's initializers (BatchNorm folded), for `--weights model`."""
+    if not is_onnx(net):
+        raise UserError(f"--weights model needs an ONNX model for --net; {net} is built in and has no trained "
+                        f"weights (its programs run on random ones)")
+    shape = params.get("input_shape")
+    return onnx_import.load(net, None if shape is None else check_input_shape(shape)).weights
 
 
 def dataset_spec(name: str) -> DatasetSpec:
@@ -69,8 +95,23 @@ def build_network(net: str, dataset: str | None = None, *, resolution: int | Non
     """Build `net` for `dataset` (or an explicit resolution / class count).
 
     Extra keyword arguments override the network's hyper-parameters (e.g. width=1.0 for
-    MobileNetV2, num_layers=8 for PhiNet).
+    MobileNetV2, num_layers=8 for PhiNet). `net` may also be the path of an ONNX model
+    (harness.nets.onnx_import): its input and classes come from the model (`input_shape` = (C, H, W)
+    for symbolic inputs), the dataset gives only the CL schedule.
     """
+    if is_onnx(net):
+        if resolution is not None or num_classes is not None:
+            raise UserError(f"{net}: an ONNX model's input size and classes come from the model; drop "
+                            f"--resolution/--classes (give --input-shape CxHxW for a symbolic input)")
+        if dataset is not None:
+            dataset_spec(dataset)
+        unknown = set(params) - {"input_shape"}
+        if unknown:
+            raise UserError(f"unknown parameter '{sorted(unknown)[0]}' for an ONNX model; valid: input_shape")
+        shape = params.get("input_shape")
+        if shape is not None:
+            shape = check_input_shape(shape)
+        return onnx_import.load(net, shape).network
     spec = net_spec(net)
     ds = dataset_spec(dataset) if dataset is not None else None
     if resolution is None:

@@ -126,15 +126,17 @@ static inline float odl_expf_sel(float x) {
 
 static inline float odl_act_f(int act, float v) {
   if (act == ODL_ACT_RELU6) return odl_clampf(v, 0.0f, 6.0f);
+  if (act == ODL_ACT_RELU) return __builtin_fmaxf(v, 0.0f);
   if (act == ODL_ACT_HSWISH) return v * odl_clampf(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f);
   if (act == ODL_ACT_SIGMOID) return 1.0f / (1.0f + odl_expf_sel(-v));
   return v;
 }
 
 /* Activation derivative times the incoming gradient: from the stashed pre-activation (h-swish) or
- * post-activation (ReLU6: 0 < y < 6; sigmoid: y (1 - y)). */
+ * post-activation (ReLU6: 0 < y < 6; ReLU: y > 0; sigmoid: y (1 - y)). */
 static inline float odl_act_grad(int act, float st, float g) {
   if (act == ODL_ACT_RELU6) return g * (float)((st > 0.0f) & (st < 6.0f));
+  if (act == ODL_ACT_RELU) return g * (float)(st > 0.0f);
   if (act == ODL_ACT_HSWISH) {
     float lo = (float)(st >= -3.0f), hi = (float)(st > 3.0f);
     return g * (lo * (1.0f - hi) * (2.0f * st + 3.0f) * (1.0f / 6.0f) + hi);
@@ -160,6 +162,9 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
     if (act == ODL_ACT_RELU6) {
       uint32_t *v = (uint32_t *)row;
       for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmin_h(pulp_vfmax_h(v[c], 0u), 0x46004600u);
+    } else if (act == ODL_ACT_RELU) {
+      uint32_t *v = (uint32_t *)row;
+      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmax_h(v[c], 0u);
     } else if (act != ODL_ACT_NONE) {
       for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
       if (cols & 1) row[cols] = 0;
@@ -183,6 +188,8 @@ void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, 
         float s = odl_h2f(sr[c]);
         gr[c] &= (f16)(0u - (uint32_t)((s > 0.0f) & (s < 6.0f)));
       }
+    } else if (act == ODL_ACT_RELU) {
+      for (int c = 0; c < cols; c++) gr[c] &= (f16)(0u - (uint32_t)(odl_h2f(sr[c]) > 0.0f));
     } else {
       for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(act, odl_h2f(sr[c]), odl_h2f(gr[c])));
     }
@@ -666,3 +673,93 @@ void odl_lib_colsum_acc(float *acc, const f16 *src, int rows, int pitch, int col
 void odl_lib_zero_lane(f16 *x, int rows, int p, int ch) { odl_zero_lane(x, rows, p, ch); }
 void odl_lib_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2) { odl_sgd_block(w, wp, g, gp, rows, cols, neg_lr2); }
 void odl_lib_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left, int k2) { odl_pack_im2col(dst, raw, rows, oh0, ih0, w_out, h_in, w_in, pitch, cin, k, stride, pad_top, pad_left, k2); }
+void odl_lib_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, int cin, int ki, uint32_t neg_lr) { odl_sgd_conv(w, wp, g, gp, rows, taps, cin, ki, neg_lr); }
+
+/* ---------------------------------------------------------------- gathers of a convolution
+ * Rows split across the cores; each core steps its pixels' coordinates without dividing. Channels move
+ * as words when c is even (every column block starts at an even half), one half at a time otherwise. */
+static inline void odl_copy_c(f16 *d, const f16 *s, int c) {
+  if (!(c & 1)) {
+    uint32_t *dv = (uint32_t *)d;
+    const uint32_t *sv = (const uint32_t *)s;
+    for (int i = 0; i < c / 2; i++) dv[i] = sv[i];
+  } else {
+    for (int i = 0; i < c; i++) d[i] = s[i];
+  }
+}
+
+static inline void odl_zero_c(f16 *d, int c) {
+  if (!(c & 1)) {
+    uint32_t *dv = (uint32_t *)d;
+    for (int i = 0; i < c / 2; i++) dv[i] = 0;
+  } else {
+    for (int i = 0; i < c; i++) d[i] = 0;
+  }
+}
+
+/* dst row p (pitch dp) = the k x k window of output pixel (oh0 + p / wo, p % wo), columns (kh, kw, ci) for
+ * ci < c, zero outside the map; src holds input rows [ih0, ih1) of w pixels (pitch sp). */
+void odl_im2col_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int oh0, int ih0, int ih1, int wo,
+                     int w, int k, int s, int pt, int pl) {
+  int lo, hi;
+  odl_chunk(npix, &lo, &hi);
+  if (lo >= hi) return;
+  int oh = oh0 + lo / wo, ow = lo % wo, kkc = k * k * c;
+  for (int p = lo; p < hi; p++) {
+    f16 *d = dst + p * dp;
+    for (int kh = 0; kh < k; kh++) {
+      int ih = oh * s + kh - pt, okh = ih >= ih0 && ih < ih1;
+      const f16 *row = src + (ih - ih0) * w * sp;
+      for (int kw = 0; kw < k; kw++, d += c) {
+        int iw = ow * s + kw - pl;
+        if (okh && iw >= 0 && iw < w)
+          odl_copy_c(d, row + iw * sp, c);
+        else
+          odl_zero_c(d, c);
+      }
+    }
+    if (kkc & 1) dst[p * dp + kkc] = 0;
+    if (++ow == wo) {
+      ow = 0;
+      oh++;
+    }
+  }
+}
+
+/* dst row p = input pixel (ih0 + p / w, p % w): columns (kh, kw, co) hold dz at the output pixel that tap
+ * maps it to ((ih + pt - kh) / s exactly, in range), zero where none; src holds dz rows [oh_lo, oh_hi). */
+void odl_dycols_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int ih0, int oh_lo, int oh_hi, int w,
+                     int wo, int k, int s, int pt, int pl) {
+  int lo, hi;
+  odl_chunk(npix, &lo, &hi);
+  if (lo >= hi) return;
+  int ih = ih0 + lo / w, iw = lo % w, kkc = k * k * c;
+  for (int p = lo; p < hi; p++) {
+    f16 *d = dst + p * dp;
+    for (int kh = 0; kh < k; kh++) {
+      int th = ih + pt - kh, oh = odl_sdiv(th, s);
+      int okh = th >= 0 && odl_smod(th, s) == 0 && oh >= oh_lo && oh < oh_hi;
+      for (int kw = 0; kw < k; kw++, d += c) {
+        int tw = iw + pl - kw, ow = odl_sdiv(tw, s);
+        if (okh && tw >= 0 && odl_smod(tw, s) == 0 && ow < wo)
+          odl_copy_c(d, src + ((oh - oh_lo) * wo + ow) * sp, c);
+        else
+          odl_zero_c(d, c);
+      }
+    }
+    if (kkc & 1) dst[p * dp + kkc] = 0;
+    if (++iw == w) {
+      iw = 0;
+      ih++;
+    }
+  }
+}
+
+/* dst[ci][col0 + co] = src[co][ci] for ci < nci, co < ko (src pitch sp, dst pitch dp); channels split across
+ * the cores. */
+void odl_transpose_into(f16 *dst, int dp, const f16 *src, int sp, int ko, int nci, int col0) {
+  int lo, hi;
+  odl_chunk(nci, &lo, &hi);
+  for (int ci = lo; ci < hi; ci++)
+    for (int co = 0; co < ko; co++) dst[ci * dp + col0 + co] = src[co * sp + ci];
+}

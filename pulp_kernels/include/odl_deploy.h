@@ -119,6 +119,7 @@ static inline void odl_run(void (*fn)(void *), void *arg) {
 #define ODL_ACT_RELU6 1
 #define ODL_ACT_HSWISH 2
 #define ODL_ACT_SIGMOID 3
+#define ODL_ACT_RELU 4
 
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep);
 void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act);
@@ -144,6 +145,12 @@ void odl_lib_widen(float *dst, const f16 *src, int n);
 void odl_lib_colsum_acc(float *acc, const f16 *src, int rows, int pitch, int cols);
 void odl_lib_zero_lane(f16 *x, int rows, int p, int ch);
 void odl_lib_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2);
+void odl_lib_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, int cin, int ki, uint32_t neg_lr);
+void odl_im2col_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int oh0, int ih0, int ih1, int wo,
+                     int w, int k, int s, int pt, int pl);
+void odl_dycols_rows(f16 *dst, int dp, const f16 *src, int sp, int c, int npix, int ih0, int oh_lo, int oh_hi, int w,
+                     int wo, int k, int s, int pt, int pl);
+void odl_transpose_into(f16 *dst, int dp, const f16 *src, int sp, int ko, int nci, int col0);
 void odl_lib_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left, int k2);
 
 #endif

@@ -690,6 +690,23 @@ static inline void odl_relu6_bw(f16 *dx, const f16 *x, const f16 *dy, int rows, 
     }
 }
 
+static inline void odl_relu_fw(f16 *y, const f16 *x, int rows, int c, int p) {
+  int lo, hi, c2 = (c + 1) / 2;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *xv = (const uint32_t *)(x + r * p);
+    uint32_t *yv = (uint32_t *)(y + r * p);
+    for (int i = 0; i < c2; i++) yv[i] = pulp_vfmax_h(xv[i], 0u);
+  }
+}
+
+static inline void odl_relu_bw(f16 *dx, const f16 *x, const f16 *dy, int rows, int c, int p) {
+  int lo, hi;
+  odl_chunk(rows, &lo, &hi);
+  for (int r = lo; r < hi; r++)
+    for (int i = 0; i < c; i++) dx[r * p + i] = odl_h2f(x[r * p + i]) > 0.0f ? dy[r * p + i] : 0;
+}
+
 static inline void odl_hswish_fw(f16 *y, const f16 *x, int rows, int c, int p) {
   int lo, hi;
   odl_chunk(rows, &lo, &hi);
