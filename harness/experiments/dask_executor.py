@@ -22,10 +22,11 @@ NumPy, toolchain and simulator) equals the client's, and a mismatch stops the ru
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import re
-import signal
+import socket
 from functools import lru_cache
 
 from rich.console import Console
@@ -39,6 +40,7 @@ SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")   # Dask's network protocols (inpro
 DEFAULT_PORT = 8786                          # where `dask scheduler` listens unless told otherwise
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
 STOP_GRACE_S = 3.0
+PROBE_TIMEOUT_S = 10.0
 
 
 def parse_address(text: str) -> str:
@@ -136,6 +138,16 @@ def _one_line(e: BaseException) -> str:
     return text[:300]
 
 
+async def _handshake(address: str, timeout: float) -> None:
+    from distributed.comm import connect
+
+    async def shake():
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    await asyncio.wait_for(shake(), timeout)   # connect's own timeout does not cover a silent server
+
+
 class DaskExecutor:
     """Runs on the Dask scheduler at `scheduler`, or on a LocalCluster of `workers` processes (default:
     one per host core). `client` (tests) uses a client the caller made and closes."""
@@ -158,14 +170,40 @@ class DaskExecutor:
         return f"dask, {self.jobs} worker(s)"
 
     # ---- connecting ----
+    def _unreachable(self, why: str) -> UserError:
+        return UserError(f"--scheduler {self.scheduler}: no Dask scheduler answers there ({why}); start one with "
+                         f"'dask scheduler' and workers with 'dask worker {self.scheduler}', or check the address")
+
     def _connect(self):
         from distributed import Client
+        scheme, _, loc = self.scheduler.partition("://")
+        if scheme != "ucx":
+            # Dask retries a refused connection until its connect timeout (30 s by default): a plain TCP
+            # connection says at once that nothing listens there, or that the host is unknown.
+            host, _, port = loc.rpartition(":")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+            except OSError as e:
+                raise self._unreachable(e.strerror or _one_line(e)) from None
+        # Dask's handshake on its own first: a client that fails inside its constructor (a server there
+        # that is not a Dask scheduler sends garbage) hangs for a minute when it is collected.
         try:
-            return Client(self.scheduler, set_as_default=False)
+            asyncio.run(_handshake(self.scheduler, PROBE_TIMEOUT_S))
+        except asyncio.TimeoutError:   # connected, but nothing came back
+            why = f"no handshake in {PROBE_TIMEOUT_S:g} s"
+        except OSError as e:
+            raise self._unreachable(_one_line(e)) from None
+        except Exception as e:   # noqa: BLE001 - whatever it sent, it is not a scheduler
+            why = type(e).__name__
+        else:
+            why = None
+        if why is not None:
+            raise UserError(f"--scheduler {self.scheduler}: the server there does not speak Dask's protocol "
+                            f"({why}); give the address 'dask scheduler' prints")
+        try:
+            return Client(self.scheduler, set_as_default=False, timeout=PROBE_TIMEOUT_S)
         except (OSError, TimeoutError) as e:
-            raise UserError(f"--scheduler {self.scheduler}: no Dask scheduler answers there ({_one_line(e)}); start "
-                            f"one with 'dask scheduler' and workers with 'dask worker {self.scheduler}', or check "
-                            f"the address") from None
+            raise self._unreachable(_one_line(e)) from None
 
     def _local_cluster(self):
         from distributed import Client, LocalCluster
