@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,43 @@ def test_a_worker_with_another_pulp_odl_stops_the_run(tmp_path, fake_kernels, cl
         _dask(client, _specs(4), cachemod.Cache(tmp_path / "c"))
     assert "runs another pulp-odl than this client" in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "c" / "rows").exists() or not list((tmp_path / "c" / "rows").iterdir())
+
+
+@dataclass(frozen=True)
+class Job:
+    """A stand-in for a stage job (name, platform, as_dict, macs, provenance, run) that worker processes
+    can import: `crash` ends the worker process running it."""
+    name: str
+    crash: bool = False
+    platform: str = "pulp-open"
+
+    def as_dict(self) -> dict:
+        return {"job": self.name}
+
+    def macs(self) -> int:
+        return 0
+
+    def provenance(self) -> dict:
+        return {"job": self.name}
+
+    def run(self) -> dict:
+        if self.crash:
+            os._exit(3)
+        return {"ok": True, "cycles": 1}
+
+
+@needs_clang
+def test_a_kernel_that_kills_every_worker_is_reported_not_cached(tmp_path):
+    import dask
+
+    jobs = {j.name: j for j in (Job("fine"), Job("crash", crash=True))}
+    # the LocalCluster's scheduler runs in this process and reads the setting when it starts
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        out = execute.run_specs(jobs, cache=cachemod.Cache(tmp_path / "c"), progress=False,
+                                executor=dask_executor.DaskExecutor(workers=1))
+    assert out.rows == {"fine": {"ok": True, "cycles": 1}}
+    assert "every dask worker given it died running it, 2 in all (KilledWorker)" in out.errors["crash"]
+    assert len(list((tmp_path / "c" / "rows").glob("*.json"))) == 1
 
 
 # ---- end to end: real kernels, real worker processes ----

@@ -167,7 +167,7 @@ class DaskExecutor:
         self._known = None
 
     def describe(self) -> str:
-        return f"dask, {self.jobs} worker(s)"
+        return f"dask, {self.jobs} worker(s)" if not self.scheduler else f"dask, {self.jobs} worker thread(s)"
 
     # ---- connecting ----
     def _unreachable(self, why: str) -> UserError:
@@ -219,6 +219,7 @@ class DaskExecutor:
         LocalCluster starts only when there are runs (`start`)."""
         if self._client is None and self.scheduler:
             self._client = self._connect()
+            self.jobs = sum(self._client.nthreads().values())
 
     def start(self, pending: list, console: Console) -> None:
         if self._client is None:
@@ -258,15 +259,17 @@ class DaskExecutor:
         damaged_of: dict = {}
         for f, result in stream:
             name, sp = futs.pop(f)
-            if isinstance(result, KilledWorker):
-                yield (name, sp), ("error", None, "every dask worker given it died running it, "
-                                   f"{_allowed_failures() + 1} in all (KilledWorker); not cached, a rerun tries again",
-                                   0.0, None)
-                continue
-            if isinstance(result, BaseException):
+            if f.status != "finished":
+                problem = f.exception() if f.status == "error" else None
+                if isinstance(problem, KilledWorker):
+                    yield (name, sp), ("error", None, "every dask worker given it died running it, "
+                                       f"{_allowed_failures() + 1} in all (KilledWorker); not cached, a rerun tries "
+                                       "again", 0.0, None)
+                    continue
                 # the scheduler went away, or the task was cancelled under us: nothing to retry here
-                raise UserError(f"dask: {name} could not be run ({type(result).__name__}: {_one_line(result)}); "
-                                f"the rows that arrived are cached, rerun to resume") from None
+                what = f"{type(problem).__name__}: {_one_line(problem)}" if problem is not None else f.status
+                raise UserError(f"dask: {name} could not be run ({what}); the rows that arrived are cached, rerun "
+                                "to resume")
             kind, prov, payload, secs, damaged = result
             if kind == "foreign":
                 raise UserError(payload)
