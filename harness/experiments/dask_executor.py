@@ -80,8 +80,6 @@ def scheduler_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-scheduler_arg.__name__ = "address"
-
 
 # ---------------------------------------------------------------------------------------------
 # on the workers
@@ -211,7 +209,7 @@ class DaskExecutor:
         # Worker warnings (a worker lost and restarted) would tear through the progress bar: the
         # outcome says what failed.
         self._cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.ERROR, preload=[__name__])
+                                     dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, preload=[__name__])
         return Client(self._cluster, set_as_default=False)
 
     def connect(self) -> None:
