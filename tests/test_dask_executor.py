@@ -3,7 +3,8 @@ with rows that travel back to the client (hits, rows whose provenance the worker
 rows, --no-cache) on an in-process cluster with fake kernels; a worker that runs another pulp-odl;
 a server that is not a scheduler. End to end, with real kernels: the regress set on a 2-worker
 LocalCluster equals the local run row for row; a worker killed mid-run loses nothing; a killed
-client resumes with identical rows; an existing cluster started with `dask scheduler`/`dask worker`."""
+client resumes with identical rows; the stage programs of a deployed step give the same tables; an
+existing cluster started with `dask scheduler`/`dask worker`."""
 from __future__ import annotations
 
 import json
@@ -286,6 +287,19 @@ def test_regress_set_on_a_local_cluster_equals_the_local_run(tmp_path):
     assert len(dask) == 107 and dask == local          # every row, every column, in the same order
     meta = json.loads((tmp_path / "dask" / "regress" / "meta.json").read_text())
     assert meta["executor"] == "dask" and meta["jobs"] == 2
+
+
+@needs_clang
+def test_deployed_stage_programs_on_a_local_cluster_equal_the_local_run(tmp_path):
+    from tests.test_experiments import tiny_experiment
+
+    exp = tiny_experiment(tmp_path, layer_ids="[1]", p="[0.7]", name="tiny", deployment="deployed")
+    for executor in ("local", "dask"):
+        code, err = _run("experiment", exp, "--executor", executor, "--jobs", "2", "--results", tmp_path / executor,
+                         "--quiet")
+        assert code == 0 and " 0 failed" in err, err
+    for table in ("latency.csv", "layers.csv", "kernels.csv", "plans.csv"):
+        assert (tmp_path / "dask" / "tiny" / table).read_text() == (tmp_path / "local" / "tiny" / table).read_text()
 
 
 @needs_clang
