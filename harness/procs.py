@@ -10,7 +10,8 @@
   takes them along.
 * Pool workers call `worker_init`: the kernel sends them SIGTERM when their parent dies (prctl
   PR_SET_PDEATHSIG), and on SIGTERM they kill their children's groups and exit at once.
-  `stop_workers` ends the workers of an interrupted pool and waits for them.
+  `stop_workers` ends the workers of an interrupted pool and waits for them. The workers of a Dask
+  LocalCluster call `cluster_worker_init` (harness.experiments.dask_executor).
 """
 from __future__ import annotations
 
@@ -163,6 +164,16 @@ def worker_init(parent_pid: int) -> None:
     _set_pdeathsig(signal.SIGTERM)
     if os.getppid() != parent_pid:   # the parent died before the death signal was armed
         os._exit(1)
+
+
+def cluster_worker_init() -> None:
+    """In a Dask worker process of a LocalCluster pulp-odl started: Ctrl-C is the client's to handle;
+    SIGTERM ends the worker and its children. No parent-death signal: the worker was started by a
+    short-lived thread of the client, whose end would fire it; Dask's worker exits by itself when the
+    pipe from its parent process closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_terminated)
 
 
 def stop_workers(processes) -> None:

@@ -88,7 +88,11 @@ def flags(tc: Toolchain, plat: Platform, opt: str) -> list[str]:
     return arch + [f"-O{opt}"] + COMMON_CFLAGS
 
 
-ELF_CACHE = ROOT / "build" / "elf"
+ELF_CACHE = ROOT / "build" / "elf"   # PULP_ODL_ELF_CACHE names another directory
+
+
+def elf_cache_dir() -> Path:
+    return Path(os.environ.get("PULP_ODL_ELF_CACHE") or ELF_CACHE)
 
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
@@ -97,8 +101,8 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
     like the runtime, are compiled once per compiler, flags and platform and linked in. With `cache`,
     an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
-    copied instead of built again (build/elf/, named by all of those): a sweep rerun after a change
-    of the simulator alone simulates without compiling."""
+    copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
+    rerun after a change of the simulator alone simulates without compiling."""
     with hosttime.phase("compile"):
         return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache)
 
@@ -138,7 +142,7 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
                      (gen / "link.ld").read_bytes(), (gen / "pulp_isa.h").read_bytes()]:
             h.update(part if isinstance(part, bytes) else part.encode())
             h.update(b"\0")
-        cached = ELF_CACHE / f"{h.hexdigest()[:24]}.elf"
+        cached = elf_cache_dir() / f"{h.hexdigest()[:24]}.elf"
         if cached.exists():
             shutil.copyfile(cached, output)
             hosttime.count("elf_cached")

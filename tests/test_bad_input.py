@@ -356,6 +356,34 @@ CASES = [
     Case("regress-jobs-huge", ("regress", "--jobs", "1000000"), 2, "argument --jobs:"),
     Case("regress-results-is-file", ("regress", "--results", "{d}/notes.txt"), 2, "not a directory"),
 
+    # ---- experiment and regress on a Dask cluster: the address is checked, then reached, before any work ----
+    Case("experiment-executor-unknown", (*EXP, "--executor", "spark"), 2, "argument --executor: invalid choice",
+         setup="exp_ok"),
+    Case("experiment-scheduler-unknown-protocol", (*EXP, "--executor", "dask", "--scheduler", "http://h:8786"), 2,
+         "unknown protocol 'http'", setup="exp_ok"),
+    Case("experiment-scheduler-port-too-big", (*EXP, "--executor", "dask", "--scheduler", "h:99999"), 2,
+         "the port '99999' is not an integer from 1 to 65535", setup="exp_ok"),
+    Case("experiment-scheduler-port-word", (*EXP, "--executor", "dask", "--scheduler", "tcp://h:port"), 2,
+         "the port 'port' is not an integer", setup="exp_ok"),
+    Case("experiment-scheduler-bad-host", (*EXP, "--executor", "dask", "--scheduler", "tcp://-h-:8786"), 2,
+         "'-h-' is not a host name", setup="exp_ok"),
+    Case("experiment-scheduler-empty", (*EXP, "--executor", "dask", "--scheduler", ""), 2, "empty address",
+         setup="exp_ok"),
+    Case("experiment-scheduler-without-dask", (*EXP, "--scheduler", "127.0.0.1:1"), 2, "add --executor dask",
+         setup="exp_ok"),
+    Case("experiment-scheduler-and-jobs", (*EXP, "--executor", "dask", "--scheduler", "127.0.0.1:1", "--jobs", "2"),
+         2, "--jobs applies to the local executor and to a LocalCluster", setup="exp_ok"),
+    Case("experiment-scheduler-unreachable", (*EXP, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"), 2,
+         "no Dask scheduler answers there (Connection refused)", setup="exp_ok"),
+    Case("experiment-scheduler-unknown-host", (*EXP, "--executor", "dask", "--scheduler", "no-such-host.invalid"), 2,
+         "--scheduler tcp://no-such-host.invalid:8786: no Dask scheduler answers there", setup="exp_ok"),
+    Case("regress-executor-unknown", ("regress", "--executor", "ray"), 2, "argument --executor: invalid choice"),
+    Case("regress-scheduler-bad-address", ("regress", "--executor", "dask", "--scheduler", "tcp://h:p"), 2,
+         "argument --scheduler:"),
+    Case("regress-scheduler-without-dask", ("regress", "--scheduler", "127.0.0.1:1"), 2, "add --executor dask"),
+    Case("regress-scheduler-unreachable", ("regress", "--executor", "dask", "--scheduler", "127.0.0.1:1"), 2,
+         "no Dask scheduler answers there"),
+
     # ---- report: result tables and accuracy files ----
     Case("report-empty-kernels-csv", REPORT, 2, "kernels.csv: empty file", setup="results_empty_kernels"),
     Case("report-kernels-csv-bad-number", REPORT, 2, "column mac_per_cycle: must be a number",
@@ -1167,20 +1195,30 @@ def sweep(tmp_path):
     return exp, res
 
 
-def _start_sweep(exp, res) -> subprocess.Popen:
-    p = _pulp_odl("experiment", str(exp), "--jobs", "2", "--no-cache", "--results", str(res), "--quiet")
+def _start_sweep(exp, res, executor: str = "local") -> subprocess.Popen:
+    # an ELF cache of its own: the kernels compile (a cached ELF would leave no clang to interrupt)
+    env = {**os.environ, "PULP_ODL_ELF_CACHE": str(res.parent / "elf-cache")}
+    p = _pulp_odl("experiment", str(exp), "--jobs", "2", "--no-cache", "--results", str(res), "--quiet",
+                  "--executor", executor, env=env)
     # interrupt while both workers are busy and at least one has a clang child
     _wait_for(lambda: (lambda ps: len(ps) >= 3 and any(n.startswith("clang") for _, n in ps))(session_processes(p.pid)),
               60, "the sweep's workers to start compiling")
     return p
 
 
-@pytest.mark.parametrize("sig,status,line", [(signal.SIGINT, 130, "pulp-odl: interrupted"),
-                                             (signal.SIGTERM, 143, "pulp-odl: interrupted (SIGTERM)"),
-                                             (signal.SIGKILL, -9, None)], ids=["SIGINT", "SIGTERM", "SIGKILL"])
-def test_interrupted_sweep_leaves_no_process(sweep, sig, status, line):
-    p = _start_sweep(*sweep)
-    p.send_signal(sig)
+@pytest.mark.parametrize("executor", ["local", "dask"])
+@pytest.mark.parametrize("sig,status,line,group", [(signal.SIGINT, 130, "pulp-odl: interrupted", False),
+                                                   (signal.SIGINT, 130, "pulp-odl: interrupted", True),
+                                                   (signal.SIGTERM, 143, "pulp-odl: interrupted (SIGTERM)", False),
+                                                   (signal.SIGKILL, -9, None, False)],
+                         ids=["SIGINT", "Ctrl-C", "SIGTERM", "SIGKILL"])
+def test_interrupted_sweep_leaves_no_process(sweep, sig, status, line, group, executor):
+    """Ctrl-C in a terminal signals the whole process group (the workers too): the same end."""
+    p = _start_sweep(*sweep, executor=executor)
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
     _, err = p.communicate(timeout=30)
     assert p.returncode == status
     if line is not None:

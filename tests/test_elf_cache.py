@@ -17,7 +17,7 @@ SRC = "int main(void) { volatile int s = 0; for (int i = 0; i < %d; i++) s += i;
 
 @pytest.fixture
 def elf_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(toolchain, "ELF_CACHE", tmp_path / "elf-cache")
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf-cache"))
     return tmp_path / "elf-cache"
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from harness import validate
 from harness.commands.layers import console as stdout_console
+from harness.experiments.options import executor_arguments
 from harness.experiments import pipeline, spec as specmod, tables
 
 NAME = "experiment"
@@ -21,6 +22,7 @@ def add_arguments(p) -> None:
                    help=f"experiment name ({', '.join(specmod.available())}) or path to a .toml file")
     p.add_argument("--jobs", type=validate.jobs_arg(),
                    help=f"parallel kernel runs, at most {validate.JOBS_PER_CORE} per host core (default: one per host core)")
+    executor_arguments(p)
     p.add_argument("--platform", action="append", metavar="P",
                    help="run on platform P instead of the experiment's own (repeatable)")
     p.add_argument("--deployment", choices=("deployed", "isolated"),
@@ -52,7 +54,8 @@ def run(args) -> int:
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     res = pipeline.run_experiment(args.name, platforms=tuple(args.platform or ()), jobs=args.jobs,
                                   use_cache=not args.no_cache, results=args.results, console=err,
-                                  progress=not args.quiet, deployment=args.deployment)
+                                  progress=not args.quiet, deployment=args.deployment, executor=args.executor,
+                                  scheduler=args.scheduler)
     out = stdout_console()
     if args.headline and "latency" in res.frames:
         for line in tables.headline(res.frames["latency"]):

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from harness import paths, validate
 from harness.commands.layers import console as stdout_console
+from harness.experiments.options import executor_arguments
 from harness.experiments import pipeline, regress, tables
 
 NAME = "regress"
@@ -21,6 +22,7 @@ def add_arguments(p) -> None:
                    help="golden CSV (default: results/golden/regress.csv)")
     p.add_argument("--jobs", type=validate.jobs_arg(),
                    help=f"parallel kernel runs, at most {validate.JOBS_PER_CORE} per host core (default: one per host core)")
+    executor_arguments(p)
     p.add_argument("--no-cache", action="store_true", help="rerun every kernel instead of reading cached rows")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="results directory for the run and its cache (default: results/)")
@@ -33,7 +35,8 @@ def run(args) -> int:
         paths.output_file(args.golden, "--golden", owned=regress.is_golden, kind="a golden CSV")
     golden = None if args.update else regress.read_golden(args.golden)  # a bad file fails before any run
     res = pipeline.run_experiment(regress.EXPERIMENT, jobs=args.jobs, use_cache=not args.no_cache,
-                                  results=args.results, console=err, progress=not args.quiet)
+                                  results=args.results, console=err, progress=not args.quiet, executor=args.executor,
+                                  scheduler=args.scheduler)
     if not res.ok:
         err.print(pipeline.error_table(res.outcome))
         return 1

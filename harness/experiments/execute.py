@@ -6,6 +6,10 @@ big kernel starts last. A rich progress bar on stderr shows the runs done and an
 each kernel's MACs. Every finished row is written to the cache at once (harness.experiments.cache),
 so a killed sweep resumes where it stopped.
 
+Where the runs happen is an executor: LocalPool (this host's processes, the default) or
+harness.experiments.dask_executor.DaskExecutor (a Dask cluster). Either yields the same result tuples
+(`_work`), so the cache, the progress bar and the rows are the same whichever runs them.
+
 A run that raises, or whose outputs do not match the NumPy reference (ok = False), is an error of
 the experiment: it is reported in Outcome.errors and the other runs go on. Failures that follow from
 the inputs (ok = False, UserError: build, tiling, a program that does not finish) are cached like
@@ -44,7 +48,8 @@ class Outcome:
     cached: int = 0
     ran: int = 0
     wall: float = 0.0
-    jobs: int = 1
+    jobs: int = 1                                   # parallel runs (local jobs or cluster workers)
+    executor: str = "local"                         # where they ran: "local" or "dask ADDRESS"
 
 
 def default_jobs() -> int:
@@ -68,11 +73,14 @@ def mismatch(row: dict) -> str:
     return f"numeric mismatch ({'; '.join(parts) or 'see max_abs_err'}), max |err| {row.get('max_abs_err', 0):.3g}"
 
 
-def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache: bool):
+def _work(spec: KernelSpec, provenance: dict | None, cache_root: str | None, read_cache: bool,
+          known: frozenset | None = None):
     """In a worker: provenance if unknown, the cached entry if there is one, else a run.
     Returns (kind, provenance, payload, seconds, damaged): kind "hit" (payload: the cache entry), "ran"
     (the row), "failed" (an error message worth caching) or "error" (a message not to cache); damaged
-    says why a cached row that was there could not be used."""
+    says why a cached row that was there could not be used. A worker that cannot read the cache (on
+    another machine) is given the row keys the cache holds (`known`) instead: a key among them gives
+    kind "probe", and the client reads the entry itself."""
     prov = provenance
     damaged = None
     t0 = time.perf_counter()
@@ -87,7 +95,10 @@ def _work(spec: KernelSpec, provenance: dict | None, cache_root: str, read_cache
                 except UserError:
                     pass   # a kernel that does not fit: its provenance records the refusal, the run repeats it
             prov = cachemod.full_provenance(spec, prepared)
-            if read_cache:
+            if read_cache and known is not None:
+                if cachemod.row_key(spec, prov) in known:
+                    return "probe", prov, None, 0.0, None
+            elif read_cache:
                 entry, damaged = cachemod.Cache(cache_root).lookup(cachemod.row_key(spec, prov))
                 if entry is not None:
                     return "hit", prov, entry, 0.0, None
@@ -110,15 +121,59 @@ def _hit(out: Outcome, name: str, entry: dict) -> None:
         out.rows[name] = entry["row"]
 
 
+class LocalPool:
+    """Runs in this host's processes: a forked pool of `jobs` workers, or this process when jobs is 1.
+    Workers die with their parent (procs.worker_init); an interrupted pool's workers and their clang
+    children are terminated."""
+
+    def __init__(self, jobs: int | None = None):
+        self.jobs = jobs or default_jobs()
+        self.label = "local"
+        self._pool = None
+
+    def describe(self) -> str:
+        return f"{self.jobs} jobs"
+
+    def connect(self) -> None:
+        """Nothing to reach: the pool starts when there are runs (`start`)."""
+
+    def start(self, pending: list, console: Console) -> None:
+        if self.jobs > 1:
+            self._pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)),
+                                                initializer=procs.worker_init, initargs=(os.getpid(),),
+                                                mp_context=multiprocessing.get_context("fork"))
+
+    def results(self, pending: list, cache: cachemod.Cache, use_cache: bool, digest: str):
+        """An iterator of ((name, spec), _work's result) for every pending run, as they finish. The
+        runs are submitted here, before the progress bar starts its refresh thread (the pool forks)."""
+        if self._pool is None:
+            return (((name, sp), _work(sp, prov, str(cache.root), use_cache)) for name, sp, prov in pending)
+        futs = {self._pool.submit(_work, sp, prov, str(cache.root), use_cache): (name, sp)
+                for name, sp, prov in pending}
+        return ((futs[f], f.result()) for f in cf.as_completed(futs))
+
+    def stop(self, interrupted: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if interrupted:
+            # our own workers (and their clang children): an interrupted sweep leaves none running
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            procs.stop_workers(workers)
+        else:
+            pool.shutdown()
+
+
 def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cache: cachemod.Cache | None = None,
-              console: Console | None = None, progress: bool = True) -> Outcome:
+              console: Console | None = None, progress: bool = True, executor=None) -> Outcome:
     """Run every spec in `specs` (name -> KernelSpec) not already cached. use_cache=False reruns all
-    of them (and refreshes the cache with the new rows)."""
+    of them (and refreshes the cache with the new rows). `executor` runs them (default: LocalPool(jobs))."""
     t_start = time.perf_counter()
-    jobs = jobs or default_jobs()
+    executor = executor or LocalPool(jobs)
     cache = cache or cachemod.Cache()
     console = console or Console(stderr=True, highlight=False)
-    out = Outcome(jobs=jobs)
+    out = Outcome(jobs=executor.jobs, executor=executor.label)
     digest = cachemod.tree_digest(toolchain.find().describe(), embedded.version())
     index = cache.load_index(digest)
     for platform in sorted({sp.platform for sp in specs.values()}):
@@ -184,17 +239,10 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
                        TextColumn("{task.fields[count]}"), TimeElapsedColumn(), TextColumn("ETA"),
                        TimeRemainingColumn(), console=console, disable=not progress, transient=False)
         done = 0
-        pool = None
         try:
-            if jobs > 1:
-                # Fork the workers before the progress bar starts its refresh thread.
-                pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(pending)), initializer=procs.worker_init,
-                                              initargs=(os.getpid(),), mp_context=multiprocessing.get_context("fork"))
-                futs = {pool.submit(_work, sp, prov, str(cache.root), use_cache): (name, sp)
-                        for name, sp, prov in pending}
-                results = ((futs[f], f.result()) for f in cf.as_completed(futs))
-            else:
-                results = (((name, sp), _work(sp, prov, str(cache.root), use_cache)) for name, sp, prov in pending)
+            executor.start(pending, console)
+            out.jobs = executor.jobs
+            results = executor.results(pending, cache, use_cache, digest)
             with bar:
                 task = bar.add_task("kernels", total=total_w, count=f"0/{len(pending)}")
                 for (name, sp), result in results:
@@ -204,17 +252,11 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
                     if done % INDEX_SAVE_EVERY == 0:
                         save_index()
         except BaseException:
-            if pool is not None:
-                # our own workers (and their clang children): an interrupted sweep leaves none running
-                workers = list((getattr(pool, "_processes", None) or {}).values())
-                pool.shutdown(wait=False, cancel_futures=True)
-                procs.stop_workers(workers)
-                pool = None
+            executor.stop(interrupted=True)
             raise
         finally:
             save_index()
-            if pool is not None:
-                pool.shutdown()
+            executor.stop()
     save_index()
     out.wall = time.perf_counter() - t_start
     return out

@@ -30,7 +30,9 @@ class Result:
 
 def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: int | None = None,
                    use_cache: bool = True, results: Path | None = None, console: Console | None = None,
-                   progress: bool = True, deployment: str | None = None) -> Result:
+                   progress: bool = True, deployment: str | None = None, executor: str = "local",
+                   scheduler: str | None = None) -> Result:
+    runner = make_executor(executor, scheduler, jobs)   # before any work: a bad combination costs nothing
     exp = specmod.load(name)
     if deployment:
         if exp.kind != "latency":
@@ -43,15 +45,19 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
         exp = exp.with_platforms(tuple(platforms))
     root = Path(results) if results is not None else cachemod.results_root()
     outdir = outdirmod.prepare(root, exp.name, exp.path)   # before any work: a bad path costs nothing
-    plan = planmod.expand(exp)
-    console = console or Console(stderr=True, highlight=False)
-    what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
-    console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "
-                  f"{', '.join(exp.platforms)}")
-    outcome = execute.run_specs(plan.specs, jobs=jobs, use_cache=use_cache, cache=cachemod.Cache(root / "cache"),
-                                console=console, progress=progress)
+    try:
+        runner.connect()       # an unreachable cluster, too
+        plan = planmod.expand(exp)
+        console = console or Console(stderr=True, highlight=False)
+        what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
+        console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "
+                      f"{', '.join(exp.platforms)}")
+        outcome = execute.run_specs(plan.specs, use_cache=use_cache, cache=cachemod.Cache(root / "cache"),
+                                    console=console, progress=progress, executor=runner)
+    finally:
+        runner.stop()
     console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
-                  f"in {outcome.wall:.1f} s ({outcome.jobs} jobs)")
+                  f"in {outcome.wall:.1f} s ({runner.describe()})")
     if outcome.host:
         console.print(f"{exp.name}: {host_split(outcome.host)}")
     if outcome.recomputed:
@@ -72,6 +78,17 @@ def host_split(host: dict) -> str:
     parts = ", ".join(f"{p} {host.get(p, 0.0):.1f} s ({100 * host.get(p, 0.0) / total:.0f} %)" for p in hosttime.PHASES)
     return (f"host time of the runs: {parts}; {host.get('elf_built', 0)} ELFs built, "
             f"{host.get('elf_cached', 0)} from the ELF cache")
+
+
+def make_executor(kind: str, scheduler: str | None, jobs: int | None):
+    """The executor of `--executor KIND [--scheduler ADDRESS] [--jobs N]`."""
+    if kind == "dask":
+        from harness.experiments import dask_executor
+        return dask_executor.DaskExecutor(scheduler=scheduler, workers=jobs)
+    if scheduler is not None:
+        from harness.errors import UserError
+        raise UserError(f"--scheduler {scheduler}: a scheduler is used by --executor dask only; add --executor dask")
+    return execute.LocalPool(jobs)
 
 
 def incomplete(res: Result) -> list[str]:

@@ -211,7 +211,7 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
                                  "build_flags")},
         "kernels": {"unique": len(plan.specs), "cached": outcome.cached, "ran": outcome.ran,
                     "errors": len(outcome.errors)},
-        "jobs": outcome.jobs, "wall_seconds": round(outcome.wall, 2),
+        "jobs": outcome.jobs, "executor": outcome.executor, "wall_seconds": round(outcome.wall, 2),
         "host_seconds": {k: round(v, 2) if isinstance(v, float) else v for k, v in outcome.host.items()},
         "slowest_runs_s": {k: round(v, 2) for k, v in slowest}, "files": files,
     }
