@@ -2,6 +2,7 @@
 when PULP_RISCV_GCC_TOOLCHAIN names one. The same sources build with either."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -10,6 +11,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
 
 from harness import ROOT, hosttime, paths, procs, runtime
 from harness.errors import UserError
@@ -97,17 +100,19 @@ def elf_cache_dir() -> Path:
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
-          cache: bool = False) -> Path:
+          cache: bool = False, fixed: list | None = None) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
-    like the runtime, are compiled once per compiler, flags and platform and linked in. With `cache`,
+    like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
+    libraries placed first in the program's code with every function of theirs kept, so that they lie
+    at the same addresses in every program that links them (the same instruction-cache sets). With `cache`,
     an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
     copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
     rerun after a change of the simulator alone simulates without compiling."""
     with hosttime.phase("compile"):
-        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache)
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed)
 
 
-def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache) -> Path:
+def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed) -> Path:
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -131,8 +136,9 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
     paths.refuse_inputs(output, "-o", srcs)   # the linker would replace the source with the ELF
     with paths.user_path(output.parent, "output directory"):
         output.parent.mkdir(parents=True, exist_ok=True)
-    objs = _runtime_objects(tc, common, gen)
     headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
+    first = _cached_objects(tc, common, gen, [Path(x) for x in fixed], headers) if fixed else []
+    objs = first + _runtime_objects(tc, common, gen)
     if libraries:
         objs += _cached_objects(tc, common, gen, [Path(x) for x in libraries], headers)
     cached = None
@@ -148,6 +154,7 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
             hosttime.count("elf_cached")
             return output
     cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
+    cmd += [f"-Wl,--undefined={f}" for o in first for f in _functions(o)]
     cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
     proc = procs.run(cmd)
     if proc.returncode != 0:
@@ -162,6 +169,15 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
         shutil.copyfile(output, tmp)
         os.replace(tmp, cached)   # concurrent builds of the same program write the same bytes
     return output
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(obj: Path) -> tuple[str, ...]:
+    """The global functions an object defines (kept by naming them undefined at the link)."""
+    with open(obj, "rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        return tuple(sorted(s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"
+                            and s["st_info"]["bind"] == "STB_GLOBAL" and s["st_shndx"] != "SHN_UNDEF"))
 
 
 _INCBIN = re.compile(rb'\.incbin\s+"([^"]+)"')

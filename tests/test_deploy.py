@@ -254,7 +254,8 @@ def test_whole_training_step_is_one_checked_program(net, layer_id, chunks):
     assert len(doc["checks"]) >= 20
     # the tolerance leaves room for activation-kink flips along the chain; ordinary rounding is far below
     assert np.median([c["rel_err"] for c in doc["checks"].values() if "rel_err" in c]) <= 2.0 ** -8
-    assert abs(doc["difference"]) <= 0.03, doc["phases"]
+    # within the 3 % the command asks for, and far closer since stages lie on instruction-cache way boundaries
+    assert abs(doc["difference"]) <= 0.01, doc["phases"]
 
 
 def test_stage_job_names_are_content_addressed():
@@ -336,3 +337,29 @@ def test_slabs_sized_by_what_the_stores_need():
     row = job.run()
     assert row["ok"], row["outputs"]
     assert row["ext_wait_cycles"] > 0
+
+
+@needs_clang
+def test_stage_code_meets_the_same_cache_sets_alone_and_in_the_step(tmp_path):
+    """Every stage's code starts on a boundary of the cluster's instruction-cache ways, and the library and
+    micro-kernels lie at the same addresses in a stage program and in the whole step: a stage meets the
+    same cache sets on its own as in the step (ResNet-8 layer_id 2: stages composed -4.2 % of the whole
+    program before, +0.2 % after)."""
+    from harness import elf as elfmod
+    pt = runner.Point("phinet", "cifar10", 2, 0.7, "paper")
+    plan = runner.plan_of(pt)
+    align = progmod.code_alignment(plan.platform)
+    assert align == 1024
+    whole = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    st = plan.step.stage("B8.dw.wg")
+    local = runner.local_plan(plan, st, "")
+    alone = progmod.stage_program(Gen(local, plan.platform), st)
+    syms = {}
+    for name, prog in (("whole", whole), ("alone", alone)):
+        d = tmp_path / name
+        d.mkdir()
+        syms[name] = elfmod.load(runner.build(prog, plan.platform, d)).symbols
+    stage_fns = [f"st{i}" for i in range(len(whole.codes))]
+    assert all(syms["whole"][f] % align == 0 for f in stage_fns) and syms["alone"]["st0"] % align == 0
+    for lib_fn in ("odl_mm4x4_run", "odl_packk2", "odl_dw_wg_batch", "odl_get", "odl_put"):
+        assert syms["whole"][lib_fn] == syms["alone"][lib_fn], lib_fn

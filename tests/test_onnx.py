@@ -220,7 +220,8 @@ def test_ds_cnn_training_step_on_the_model_weights():
     np.testing.assert_array_equal(w["w:dw4"], imp.weights["dw4"].w[:, 0].reshape(64, 9).T)
     doc = compare(pt, progress=False)
     assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
-    assert abs(doc["difference"]) <= 0.03, doc["phases"]
+    # within the 3 % the command asks for, and far closer since stages lie on instruction-cache way boundaries
+    assert abs(doc["difference"]) <= 0.01, doc["phases"]
 
 
 R8 = str(MODELS / "resnet8.onnx")
@@ -317,7 +318,8 @@ def test_resnet8_training_step_through_three_residual_blocks():
     doc = compare(runner.Point(R8, "cifar10", 4, 0.7, "paper", weights="model"), progress=False)
     assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
     assert len(doc["checks"]) == 37
-    assert abs(doc["difference"]) <= 0.03, doc["phases"]
+    # within the 3 % the command asks for, and far closer since stages lie on instruction-cache way boundaries
+    assert abs(doc["difference"]) <= 0.01, doc["phases"]
 
 
 def test_every_stage_of_the_examples_generates_on_both_platforms():

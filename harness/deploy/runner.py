@@ -374,9 +374,10 @@ def build(prog: progmod.Program, plat, workdir: Path) -> Path:
         (workdir / name).write_text(text)    # kept beside the ELF for reading
         if name != "main.c":
             srcs.append(workdir / name)
-    libs = [LIBRARY, _shared("kernels.S", asm_kernels()), _shared("main.c", prog.files["main.c"])]
+    # the library and the micro-kernels first and whole: at the same addresses in every deployed program
+    fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=libs, cache=True)
+                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True)
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
