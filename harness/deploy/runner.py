@@ -33,6 +33,7 @@ from harness.deploy.graph import Stage, Step, build_step
 from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
+from harness.kernels.runner import energy_row
 from harness.kernels.tensors import from_image, to_image
 from harness.nets import build_network, cut_at_layer_id
 from harness.schedule import cl_params
@@ -195,7 +196,7 @@ class StageJob:
         _, _, _, prog = self.program()
         tc = toolchain.find()
         return {"source_sha256": _source_hash(prog.c), "toolchain": tc.describe(), "platform_sha256":
-                platmod.load(self.platform).sha256, "simulator": embedded.version(), "backend": "embedded",
+                platmod.load(self.platform).run_sha256, "simulator": embedded.version(), "backend": "embedded",
                 "defines": DEFINES}
 
     def run(self) -> dict:
@@ -433,6 +434,7 @@ def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.P
            "stalls": res["stalls"], "dmas": res["dmas"], "tiles": 0, "k_in": st.attrs.get("k_in", 0),
            "k_out": st.attrs.get("k_out", 0), "max_abs_err": max((d["max_abs_err"] for d in outputs.values()), default=0.0),
            "backend": res["backend"], "simulator": res["simulator"]}
+    row.update(energy_row(res, s["cycles"], plan.platform, st.name))
     return row
 
 
@@ -494,6 +496,7 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -8) -> dict:
     stages = []
     for sc, s in zip(prog.codes, stats):
         stages.append({"stage": sc.stage.name, "variant": sc.variant, "phase": sc.stage.phase, **s})
-    return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": sum(s["cycles"] for s in stats),
+    cluster_cycles = sum(s["cycles"] for s in stats)
+    return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": cluster_cycles,
             "stages": stages, "checks": checks, "ok": ok, "instructions": res["instructions"],
-            "host_seconds": res["host_seconds"]}
+            "host_seconds": res["host_seconds"], **energy_row(res, cluster_cycles, plan.platform, "training step")}
