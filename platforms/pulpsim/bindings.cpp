@@ -249,6 +249,7 @@ PYBIND11_MODULE(_pulpsim, m) {
         r["exit_code"] = mc.exit_code;
         r["stdout"] = py::bytes(mc.out);
         r["host_seconds"] = secs;
+        for (auto& c : mc.cores) c->sync_counts();
         uint64_t cycles = 0, instr = 0;
         py::list cores;
         for (auto& c : mc.cores) {

@@ -234,13 +234,27 @@ int Core::rm_resolve(int rm) {
   return rm;
 }
 
-uint64_t Core::perf_read(int n) const {
+// INSTR and RVC follow from the per-operation counts, which the execution loop keeps instead of
+// three increments per instruction; they are brought up to date wherever counters are read.
+void Core::sync_counts() {
+  uint64_t n = 0, rvc = 0;
+  for (int o = 0; o < OP_COUNT; o++) {
+    n += op_count[o];
+    if (op_info[o].size == 2) rvc += op_count[o];
+  }
+  ev[EV_INSTR] = n;
+  ev[EV_RVC] = rvc;
+}
+
+uint64_t Core::perf_read(int n) {
+  sync_counts();
   uint64_t v = pccr[n];
   if ((pcmr & 1) && (pcer >> n & 1)) v += ev[n] - pc_base[n];
   return v;
 }
 
 void Core::perf_set_active(bool on) {
+  sync_counts();
   bool was = pcmr & 1;
   if (was && !on) {
     for (int n = 0; n < 32; n++)
@@ -326,6 +340,7 @@ bool Core::csr_write(uint32_t csr, uint32_t v) {
     default: break;
   }
   if (csr >= CSR_PCCR0 && csr <= CSR_PCCR_ALL) {
+    sync_counts();
     for (int n = 0; n < 32; n++) {
       if (csr == CSR_PCCR_ALL || (int)(csr - CSR_PCCR0) == n) {
         pccr[n] = v;
@@ -396,21 +411,21 @@ void Core::elw(uint32_t rd, uint32_t addr) {
 
 void Core::refill(uint32_t line) {
   uint32_t cost;
-  bool from_l2;
   if (is_fc) {
-    from_l2 = !icache.enabled || !icache.lookup(line);
-    cost = !icache.enabled ? fetch_latency : from_l2 ? icache_miss : 0;
+    if (!icache.enabled || !icache.lookup(line)) {
+      cost = icache.enabled ? icache_miss : fetch_latency;
+      refilled();
+    } else {
+      cost = 0;
+    }
   } else if (m->cl_icache_enabled) {
     // private L0, then the cluster's shared L1 instruction cache
-    from_l2 = false;
+    bool from_l2 = false;
     cost = icache.lookup(line) ? 0 : m->cl_icache_l1.cost_at(line, t, icache_l0_latency, icache_miss, from_l2);
+    if (from_l2) refilled();
   } else {
-    from_l2 = true;
     cost = fetch_latency;
-  }
-  if (from_l2) {
-    ev[X_IREFILL]++;
-    ev[X_IREFILL_BYTES] += line_mask + 1;
+    refilled();
   }
   fetch_line = line;
   t += cost;
@@ -525,9 +540,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     uint64_t before = cycle;
     cycle = t + 1 + extra;
     ev[EV_CYCLES] += cycle - before;
-    ev[EV_INSTR]++;
-    ev[EV_RVC] += d->size == 2;
-    op_count[d->op]++;
+    op_count[d->op]++;  // also the INSTR and RVC counters (sync_counts)
     if (TRACE && m->trace) {
       std::string s = disasm(d->raw, pc, m->fp_separate);
       std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());
@@ -535,6 +548,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     pc = npc;
     if (slow) {
       if (slow & SLOW_PERF_REBASE) {
+        sync_counts();
         for (int n = 0; n < 32; n++) pc_base[n] = ev[n];
       }
       uint32_t s = slow;

@@ -151,8 +151,9 @@ void Machine::start_fc(uint32_t entry) {
   c.start_cycle = c.cycle;
 }
 
-void Machine::counts_now(Counts& out) const {
+void Machine::counts_now(Counts& out) {
   size_t n = cores.size();
+  for (auto& c : cores) c->sync_counts();
   out.ev.resize(n * NEV);
   out.ops.resize(n * OP_COUNT);
   for (size_t i = 0; i < n; i++) {

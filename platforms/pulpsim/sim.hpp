@@ -156,11 +156,6 @@ class Core {
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
-  uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
-  // When the core ran: its first cycle (UINT64_MAX: never started) and the intervals [from, to) it
-  // waited (event unit, barrier, wfi), in order; the energy model prices waiting and running time.
-  uint64_t start_cycle = UINT64_MAX;
-  std::vector<std::pair<uint64_t, uint64_t>> waits;
 
   // hardware loops
   uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
@@ -214,9 +209,14 @@ class Core {
   void wfi();
   void elw(uint32_t rd, uint32_t addr);
   int rm_resolve(int rm);
-  uint64_t perf_read(int n) const;
+  uint64_t perf_read(int n);
+  void sync_counts();
   void perf_set_active(bool on);
   void refill(uint32_t line);
+  void refilled() {  // a line fetched from L2 (the cache is off, or every level missed)
+    ev[X_IREFILL]++;
+    ev[X_IREFILL_BYTES] += line_mask + 1;
+  }
   void fault(const std::string& kind, const std::string& detail, bool has_addr = false, uint32_t addr = 0);
   const Insn* fetch(uint32_t pc, Insn& tmp);
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
@@ -296,6 +296,13 @@ class Core {
     b = t + 1;
   }
   void sleep_on(WaitKind k, uint32_t rd, uint32_t arg, bool clear, uint32_t delay);
+
+  // For the energy model, kept after the members the execution loop uses most.
+  uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
+  // When the core ran: its first cycle (UINT64_MAX: never started) and the intervals [from, to) it
+  // waited (event unit, barrier, wfi), in order; the energy model prices waiting and running time.
+  uint64_t start_cycle = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> waits;
 };
 
 class Machine {
@@ -418,7 +425,7 @@ class Machine {
     std::vector<uint64_t> ops;  // cores x OP_COUNT
     uint64_t dma_bytes = 0, udma_bytes = 0, ext[2][2] = {{0, 0}, {0, 0}};
   };
-  void counts_now(Counts& out) const;
+  void counts_now(Counts& out);
   void energy_mark(uint64_t when);
   Counts win_sum, win_start;
   bool win_open = false;
