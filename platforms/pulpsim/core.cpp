@@ -235,7 +235,7 @@ int Core::rm_resolve(int rm) {
 }
 
 // INSTR and RVC follow from the per-operation counts, which the execution loop keeps instead of
-// three increments per instruction; they are brought up to date wherever counters are read.
+// counting those two for every instruction; they are brought up to date wherever counters are read.
 void Core::sync_counts() {
   uint64_t n = 0, rvc = 0;
   for (int o = 0; o < OP_COUNT; o++) {
