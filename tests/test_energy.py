@@ -38,6 +38,18 @@ def test_every_coefficient_is_in_every_platform(name):
     assert all(v >= 0 for v in plat.raw["energy"].values())
 
 
+def test_pulp_open_prices_what_gvsoc_tables_say():
+    """GVSoC's pulp-open power tables (gvsoc-pulp pulp/chips/pulp_open/power_models/): 4.98 pJ an
+    instruction, 2.124 pJ an L1 bank access, 2.84 mW cluster background, 1.6 uW a clock-gated core;
+    leakage 35.5 uW a core x 8 + 5.2 uW an L1 bank x 16 + 1.1045 mW."""
+    c = platmod.load("pulp-open").raw["energy"]
+    assert {c[f"{k}_pJ"] for k in ("alu", "muldiv", "fp32", "fp16", "fp16_simd", "l1_load_store", "l2_load_store",
+                                   "periph_load_store")} == {4.98}
+    assert c["l1_bank_access_pJ"] == 2.124 and c["cluster_clocked_W"] == 0.00284 and c["core_wait_W"] == 1.6e-6
+    assert c["cluster_leakage_W"] == pytest.approx(8 * 35.5e-6 + 16 * 5.2e-6 + 1.1045e-3)
+    assert c["cluster_dma_byte_pJ"] == pytest.approx(0.187e-3 / 50e6 / 8 * 1e12)
+
+
 def test_paper_lists_only_what_differs():
     own = tomlkit.parse((platmod.PLATFORM_DIR / "paper.toml").read_text())["energy"]
     base = platmod.load("pulp-open").raw["energy"]
