@@ -236,25 +236,27 @@ int Core::rm_resolve(int rm) {
 
 // INSTR and RVC follow from the per-operation counts, which the execution loop keeps instead of
 // counting those two for every instruction; they are brought up to date wherever counters are read.
-void Core::sync_counts() {
+// The loop counts an instruction before executing it: a CSR instruction that reads or writes the
+// counters (`during_csr`) is not yet one of them, as on the hardware (a 32-bit one: not RVC).
+void Core::sync_counts(bool during_csr) {
   uint64_t n = 0, rvc = 0;
   for (int o = 0; o < OP_COUNT; o++) {
     n += op_count[o];
     if (op_info[o].size == 2) rvc += op_count[o];
   }
-  ev[EV_INSTR] = n;
+  ev[EV_INSTR] = n - (during_csr ? 1 : 0);
   ev[EV_RVC] = rvc;
 }
 
 uint64_t Core::perf_read(int n) {
-  sync_counts();
+  sync_counts(true);
   uint64_t v = pccr[n];
   if ((pcmr & 1) && (pcer >> n & 1)) v += ev[n] - pc_base[n];
   return v;
 }
 
 void Core::perf_set_active(bool on) {
-  sync_counts();
+  sync_counts(true);
   bool was = pcmr & 1;
   if (was && !on) {
     for (int n = 0; n < 32; n++)
@@ -340,7 +342,7 @@ bool Core::csr_write(uint32_t csr, uint32_t v) {
     default: break;
   }
   if (csr >= CSR_PCCR0 && csr <= CSR_PCCR_ALL) {
-    sync_counts();
+    sync_counts(true);
     for (int n = 0; n < 32; n++) {
       if (csr == CSR_PCCR_ALL || (int)(csr - CSR_PCCR0) == n) {
         pccr[n] = v;
@@ -520,6 +522,9 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     if (line != fetch_line) refill(line);
     if ((pc & line_mask) == line_mask - 1) refill(line + 1);  // the prefetcher always asks for 4 bytes
     npc = pc + d->size;
+    // Counted here, with the op the switch reads anyway (also the INSTR and RVC counters:
+    // sync_counts); an instruction that faults is taken back below.
+    op_count[d->op]++;
     switch (d->op) {
 #include "isa_exec.inc"
       default: {
@@ -530,7 +535,10 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       }
     }
     if (slow & SLOW_STOP) {
-      if (m->status == Status::Fault) return m->status;
+      if (m->status == Status::Fault) {
+        op_count[d->op]--;
+        return m->status;
+      }
     }
     X[0] = 0;
     if (hwl_active && npc == pc + d->size && hwloop_step(pc)) {
@@ -540,7 +548,6 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     uint64_t before = cycle;
     cycle = t + 1 + extra;
     ev[EV_CYCLES] += cycle - before;
-    op_count[d->op]++;  // also the INSTR and RVC counters (sync_counts)
     if (TRACE && m->trace) {
       std::string s = disasm(d->raw, pc, m->fp_separate);
       std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());

@@ -156,6 +156,7 @@ class Core {
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
+  uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
 
   // hardware loops
   uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
@@ -210,7 +211,7 @@ class Core {
   void elw(uint32_t rd, uint32_t addr);
   int rm_resolve(int rm);
   uint64_t perf_read(int n);
-  void sync_counts();
+  void sync_counts(bool during_csr = false);
   void perf_set_active(bool on);
   void refill(uint32_t line);
   void refilled() {  // a line fetched from L2 (the cache is off, or every level missed)
@@ -298,7 +299,6 @@ class Core {
   void sleep_on(WaitKind k, uint32_t rd, uint32_t arg, bool clear, uint32_t delay);
 
   // For the energy model, kept after the members the execution loop uses most.
-  uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
   // When the core ran: its first cycle (UINT64_MAX: never started) and the intervals [from, to) it
   // waited (event unit, barrier, wfi), in order; the energy model prices waiting and running time.
   uint64_t start_cycle = UINT64_MAX;
