@@ -7,6 +7,7 @@ load against SCHEMA; a bad or missing field is a one-line error naming the file 
 from __future__ import annotations
 
 import hashlib
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ RUNTIME = "harness/runtime.py"
 TABLES = "harness/experiments/tables.py"
 GVSOC = "harness/backends/gvsoc.py"
 DOCTOR = "harness/commands/doctor.py"
+ENERGY = "harness/energy.py"
 
 
 def _choice(*values):
@@ -63,6 +65,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "timing": {},
     "peripherals": {},
     "dma": {"bytes_per_cycle": (_INT, SIM), "l1_to_l2_burst": (_INT, SIM), "issue_cycles": (_INT, SIM)},
+    "energy": {},
     "differences": {},
 }
 # Windows the simulator and the runtime use by name; a platform may list more (quiet windows).
@@ -84,10 +87,18 @@ REQUIRED_MEMORIES = ("l2", "l1", "hyperram", "flash")
 NOT_INHERITED = ("differences",)
 
 
+def _energy_schema() -> dict:
+    from harness.energy import KEYS
+
+    return {k: (_NUM, ENERGY) for k in KEYS}
+
+
 def schema() -> dict:
-    """SCHEMA with the [timing] keys of isa/timing.toml filled in."""
+    """SCHEMA with the [timing] keys of isa/timing.toml and the [energy] keys of the energy model
+    filled in."""
     out = dict(SCHEMA)
     out["timing"] = _timing_schema()
+    out["energy"] = _energy_schema()
     return out
 # Fields that divide, size or count something: 0 passes the schema's non-negative check but would
 # divide by zero later (in the simulator, the memory model or the latency tables).
@@ -141,6 +152,13 @@ class Platform:
     @property
     def clock_hz(self) -> int:
         return self.raw["platform"]["clock_hz"]
+
+    @property
+    def run_sha256(self) -> str:
+        """sha256 of everything but [energy]: what a program and its run depend on. Energy coefficients
+        price recorded event counts afterwards, so changing one re-prices cached results."""
+        body = {k: v for k, v in self.raw.items() if k != "energy"}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def memory(self, name: str) -> Memory:
         return self.memories[name]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from harness import elf as elfmod
-from harness import hosttime
+from harness import energy, hosttime
 from harness.errors import UserError
 from harness.platform import Platform
 from harness.validate import UINT64_MAX
@@ -101,6 +101,10 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timelin
         "host_seconds": r["host_seconds"],
         "mips": round(r["instructions"] / r["host_seconds"] / 1e6, 2) if r["host_seconds"] > 0 else 0.0,
     }
+    # Energy of the whole run, and of the windows the program marked (pulp_energy_mark, pmsis.h)
+    out["energy"] = energy.report(r["energy_counts"], platform)
+    out["energy_window"] = (energy.report(r["energy_window"], platform, windows=r["energy_windows"])
+                            if "energy_window" in r else None)
     if "trace_error" in r:
         out["trace_error"] = r["trace_error"]
     if timeline is not None:

@@ -394,6 +394,8 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
         "stalls": {},
         "cores": [],
         "dmas": [],
+        "energy": None,          # GVSoC's own power report is not read
+        "energy_window": None,
         "host_seconds": round(secs, 6),
         "mips": None,
     }

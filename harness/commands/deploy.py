@@ -8,6 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from harness import energy
 from harness import platform as platforms
 from harness import paths, validate
 from harness.commands.layers import add_net_arguments, console, net_overrides
@@ -59,9 +60,14 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True, timeline=
         raise UserError(f"stage program {name} failed: {msg}")
     by = {(j.stage, j.variant): outcome.rows[j.name] for j in sjobs}
     phases = {}
+    composed_energy = dict.fromkeys(energy.COLUMNS, 0.0)
     for (name, variant), n in taskmod.step_counts(step).items():
         ph = step.stage(name).phase
-        phases.setdefault(ph, [0, 0])[1] += n * by[(name, variant)]["cycles"]
+        row = by[(name, variant)]
+        phases.setdefault(ph, [0, 0])[1] += n * row["cycles"]
+        priced = energy.row_fields(row["energy_events"], plan.platform)
+        for c in energy.COLUMNS:
+            composed_energy[c] += n * priced[c]
     for s in whole["stages"]:
         phases.setdefault(s["phase"], [0, 0])[0] += s["cycles"]
     composed = sum(v[1] for v in phases.values())
@@ -72,7 +78,8 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True, timeline=
             "composed_cycles": composed, "difference": diff, "agree": abs(diff) <= AGREEMENT,
             "phases": {k: {"whole": v[0], "composed": v[1]} for k, v in phases.items()},
             "checks": whole["checks"], "ok": whole["ok"], "instructions": whole["instructions"],
-            "host_seconds": whole["host_seconds"], "timeline": whole["timeline"]}
+            "host_seconds": whole["host_seconds"], "timeline": whole["timeline"],
+            "whole_energy": {c: whole[c] for c in energy.COLUMNS}, "composed_energy": composed_energy}
 
 
 def run(args) -> int:
@@ -119,6 +126,9 @@ def run(args) -> int:
         t.add_row("total (FC view)", f"{doc['whole_cycles']:,}", f"{doc['composed_cycles']:,}",
                   f"{100 * doc['difference']:+.2f}%")
         out.print(t)
+        we, ce = doc["whole_energy"], doc["composed_energy"]
+        out.print(f"energy of the timed stages: one program {energy.summary(we)}; stages composed "
+                  f"{energy.joules(ce['energy_J'])} ({100 * (ce['energy_J'] - we['energy_J']) / we['energy_J']:+.2f}%)")
         bad = [n for n, c in doc["checks"].items() if not c["ok"]]
         out.print(f"NumPy check of the step: {len(doc['checks']) - len(bad)} of {len(doc['checks'])} tensors agree "
                   f"(loss, weight gradients, updated weights)" + (f"; [red]wrong: {', '.join(bad)}[/red]" if bad else ""))

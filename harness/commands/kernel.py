@@ -7,8 +7,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from harness import energy, paths, validate
 from harness import platform as platmod
-from harness import paths, validate
 from harness.commands.run import add_timeline_arguments, timeline_request
 from harness.errors import UserError
 from harness.kernels import runner
@@ -101,14 +101,26 @@ def _table(rows):
     t = Table(title=f"{first['kind']} {first['cin']}->{first['cout']} at {first['h']}x{first['w']}, "
                     f"k_in {first['k_in']} k_out {first['k_out']}, {first['platform']}")
     for col in ("step", "cycles", "MACs", "MAC/cycle", "ext in", "compute", "DMA wait", "overhead", "ext out",
-                "tiles", "L1 bytes", "max |err|", "ok"):
+                "tiles", "L1 bytes", "energy", "max |err|", "ok"):
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(r["step"], f"{r['cycles']:,}", f"{r['macs']:,}", f"{r['mac_per_cycle']:.2f}", f"{r['ext_in_cycles']:,}",
                   f"{r['compute_cycles']:,}", f"{r['dma_wait_cycles']:,}", f"{r['overhead_cycles']:,}", f"{r['ext_out_cycles']:,}",
-                  str(r["tiles"]), f"{r['l1_bytes']:,}", f"{r['max_abs_err']:.2e}", "yes" if r["ok"] else "NO")
+                  str(r["tiles"]), f"{r['l1_bytes']:,}", _joules(r.get("energy_J")), f"{r['max_abs_err']:.2e}",
+                  "yes" if r["ok"] else "NO")
     con = Console(highlight=False, width=max(150, Console().width))
     con.print(t)
+    priced = [r for r in rows if r.get("energy_J") is not None]
+    if priced:
+        parts = Table(title=f"energy of the timed section, priced by platform {first['platform']}")
+        parts.add_column("step")
+        for c in ("total", *energy.CATEGORIES, "nJ/MAC"):
+            parts.add_column(c, justify="right")
+        for r in priced:
+            per_mac = f"{r['energy_J'] / r['macs'] * 1e9:.3g}" if r["macs"] else ""
+            parts.add_row(r["step"], _joules(r["energy_J"]), *[_joules(r[f"energy_{c}_J"]) for c in energy.CATEGORIES],
+                          per_mac)
+        con.print(parts)
     stalls = Table(title="stall cycles, all cores")
     keys = [k for k in rows[0]["stalls"] if any(r["stalls"][k] for r in rows)]
     stalls.add_column("step")
@@ -117,3 +129,7 @@ def _table(rows):
     for r in rows:
         stalls.add_row(r["step"], *[f"{r['stalls'][k]:,}" for k in keys])
     con.print(stalls)
+
+
+def _joules(v) -> str:
+    return "n/a" if v is None else energy.joules(v)

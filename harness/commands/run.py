@@ -8,7 +8,7 @@ import sys
 from harness.terminal import Console
 from rich.table import Table
 
-from harness import paths, validate
+from harness import energy, paths, validate
 from harness import platform as platmod
 from harness.backends import embedded, gvsoc
 from harness.errors import UserError
@@ -120,6 +120,11 @@ def _report(res: dict) -> None:
     for k, v in res["stalls"].items():
         if v:
             t.add_row(f"stall: {k}", f"{v:,}")
+    if res.get("energy"):
+        t.add_row("energy", energy.summary(res["energy"]))
+    win = res.get("energy_window")
+    if win:
+        t.add_row("energy, marked", f"{energy.summary(win)} in {win['windows']} window(s), {win['events']['cycles']:,} cycles")
     if res["status"] == "exit":
         t.add_row("exit code", str(res["exit_code"]))
     if res.get("timeline"):

@@ -7,6 +7,9 @@ waits and external-memory waits) and the FC prints one line per stage:
 
     ODL cycles <total, FC view>
     ODLST <index> <cycles> <compute> <dma_wait> <ext_wait> <runs>
+
+The master reads the cycles around a stage with pulp_energy_mark(), so the simulator's energy window
+of a program is the sum of its timed stages.
 """
 from __future__ import annotations
 
@@ -49,9 +52,9 @@ static odl_stat_t odl_stats[{n}];
 
 static void odl_timed(int idx, void (*fn)(int), int chunk) {{
   odl_times_t t0 = odl_tm;
-  uint32_t c0 = pulp_mcycle();
+  uint32_t c0 = pulp_energy_mark();   /* the stage's energy window (pmsis.h) */
   fn(chunk);
-  uint32_t c1 = pulp_mcycle();
+  uint32_t c1 = pulp_energy_mark();
   odl_stats[idx].cycles += c1 - c0;
   odl_stats[idx].compute += odl_tm.compute - t0.compute;
   odl_stats[idx].dma += odl_tm.dma - t0.dma;

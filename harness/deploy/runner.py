@@ -33,6 +33,7 @@ from harness.deploy.graph import Stage, Step, build_step, deploy_kind
 from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
+from harness.kernels.runner import energy_row
 from harness.kernels.tensors import from_image, to_image
 from harness.nets import build_network, cut_at_layer_id
 from harness.nets.registry import load_weights, net_label
@@ -246,7 +247,7 @@ class StageJob:
         _, _, _, prog = self.program()
         tc = toolchain.find()
         return {"source_sha256": _source_hash(prog.c), "toolchain": tc.describe(), "platform_sha256":
-                platmod.load(self.platform).sha256, "simulator": embedded.version(), "backend": "embedded",
+                platmod.load(self.platform).run_sha256, "simulator": embedded.version(), "backend": "embedded",
                 "defines": DEFINES}
 
     def run(self) -> dict:
@@ -502,6 +503,7 @@ def _checked_row(plan, st, variant, prog, name, env, before, chunk, res, mem) ->
            "stalls": res["stalls"], "dmas": res["dmas"], "tiles": 0, "k_in": st.attrs.get("k_in", 0),
            "k_out": st.attrs.get("k_out", 0), "max_abs_err": max((d["max_abs_err"] for d in outputs.values()), default=0.0),
            "backend": res["backend"], "simulator": res["simulator"]}
+    row.update(energy_row(res, s["cycles"], plan.platform, st.name))
     return row
 
 
@@ -568,9 +570,11 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
     stages = []
     for sc, s in zip(prog.codes, stats):
         stages.append({"stage": sc.stage.name, "variant": sc.variant, "phase": sc.stage.phase, **s})
-    return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": sum(s["cycles"] for s in stats),
+    cluster_cycles = sum(s["cycles"] for s in stats)
+    return {"point": pt, "plan": plan, "cycles": total, "cluster_cycles": cluster_cycles,
             "stages": stages, "checks": checks, "ok": ok, "instructions": res["instructions"],
-            "host_seconds": res["host_seconds"], "timeline": res.get("timeline")}
+            "host_seconds": res["host_seconds"], "timeline": res.get("timeline"),
+            **energy_row(res, cluster_cycles, plan.platform, "training step")}
 
 
 def stage_label(st: Stage, variant: str = "") -> str:

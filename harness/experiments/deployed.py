@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness import energy
 from harness import platform as platmod
 from harness.costmodel import training_cost
 from harness.deploy import task as taskmod
@@ -21,7 +22,8 @@ from harness.nets import Cut
 from harness.schedule import CLParams
 
 LATENCY_COLUMNS = ["platform", "net", "dataset", "layer_id", "block", "p", "deployment", "placement", "M_MB",
-                   "S_replay_MB", "bw_ms", "fw_task_s", "update_task_s", "total_task_s", "fw_frozen_task_s",
+                   "S_replay_MB", "bw_ms", "fw_task_s", "update_task_s", "total_task_s", "bw_energy_J", "task_energy_J",
+                   *(f"task_energy_{c}_J" for c in energy.CATEGORIES), "fw_frozen_task_s",
                    "latents_task_s", "fw_tail_task_s", "wg_task_s", "ig_task_s", "ops_bw_task_s", "sgd_task_s",
                    "compute_task_s", "dma_wait_task_s", "ext_wait_task_s", "overhead_task_s", "bw_cycles_per_batch",
                    "bw_compute_cycles", "bw_dma_wait_cycles", "bw_ext_wait_cycles", "bw_overhead_cycles",
@@ -81,22 +83,27 @@ def _measured(rows: list[dict]) -> dict:
 def latency_row(pt: DeployedPoint, rows: dict) -> dict:
     step = pt.plan.step
     clock = platmod.load(pt.platform).clock_hz
+    from harness.experiments.tables import priced, task_energy
     counts = taskmod.task_counts(step)
     parts = dict.fromkeys(taskmod.GROUPS, 0)
     split = dict.fromkeys(("compute_cycles", "dma_wait_cycles", "ext_wait_cycles", "overhead_cycles"), 0)
+    energies = []
     for (name, variant), n in counts.items():
         r = rows[pt.job(name, variant).name]
+        energies.append((n, priced(r)))
         parts[taskmod.group(taskmod.stage_of(step, name))] += n * r["cycles"]
         for k in split:
             split[k] += n * r[k]
     bw = dict.fromkeys(("cycles", "compute_cycles", "dma_wait_cycles", "ext_wait_cycles", "overhead_cycles"), 0)
     step_cycles = 0
+    bw_energy = []
     for (name, variant), n in taskmod.step_counts(step).items():
         r = rows[pt.job(name, variant).name]
         step_cycles += n * r["cycles"]
         if taskmod.group(step.stage(name)) in taskmod.BACKWARD:
             for k in bw:
                 bw[k] += n * r[k]
+            bw_energy.append((n, priced(r)))
     cost = training_cost(pt.cut, pt.p)
     mem = training_memory(pt.cut, pt.p, batch=pt.params.batch, replays=pt.params.replays)
     fits = not pt.plan.fits()    # the deployed plan: L2 by construction, external memories checked here
@@ -109,7 +116,8 @@ def latency_row(pt: DeployedPoint, rows: dict) -> dict:
            "block": pt.cut.first_block, "p": pt.p, "deployment": "deployed", "placement": pt.placement,
            "M_MB": mem.M_bytes / MB, "S_replay_MB": mem.S_replay_bytes / MB,
            "bw_ms": bw["cycles"] / batch / clock * 1e3, "fw_task_s": fw, "update_task_s": upd,
-           "total_task_s": sum(parts.values()) / clock, **s,
+           "total_task_s": sum(parts.values()) / clock, **task_energy(energies),
+           "bw_energy_J": _per_sample(task_energy(bw_energy)["task_energy_J"], batch), **s,
            "compute_task_s": split["compute_cycles"] / clock, "dma_wait_task_s": split["dma_wait_cycles"] / clock,
            "ext_wait_task_s": split["ext_wait_cycles"] / clock, "overhead_task_s": split["overhead_cycles"] / clock,
            "bw_cycles_per_batch": bw["cycles"], "bw_compute_cycles": bw["compute_cycles"],
@@ -123,8 +131,13 @@ def latency_row(pt: DeployedPoint, rows: dict) -> dict:
     return {c: row[c] for c in LATENCY_COLUMNS}
 
 
+def _per_sample(joules, batch: int):
+    return None if joules is None else joules / batch
+
+
 def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
     """One row per (stage, variant) of the point: runs per task, measured cycles and their split."""
+    from harness.experiments.tables import priced
     step = pt.plan.step
     clock = platmod.load(pt.platform).clock_hz
     model = {c.layer.name: c for c in training_cost(pt.cut, pt.p).layers}
@@ -134,6 +147,7 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
         job = pt.job(name, variant)
         r = rows[job.name]
         lay = st.layer
+        e = priced(r)
         model_macs = None
         if lay is not None and lay.name in model:
             lc = model[lay.name]
@@ -154,7 +168,8 @@ def layer_rows(pt: DeployedPoint, rows: dict) -> list[dict]:
                     "compute_cycles": r["compute_cycles"], "dma_wait_cycles": r["dma_wait_cycles"],
                     "ext_wait_cycles": r["ext_wait_cycles"], "overhead_cycles": r["overhead_cycles"],
                     "fused": "; ".join(st.fused), "task_cycles": count * r["cycles"],
-                    "task_s": count * r["cycles"] / clock})
+                    "task_s": count * r["cycles"] / clock, **e,
+                    "task_energy_J": None if e["energy_J"] is None else count * e["energy_J"]})
     return out
 
 
@@ -176,7 +191,7 @@ def step_of(kind: str) -> str:
 
 def job_rows(jobs: dict, outcome) -> list[dict]:
     """kernels.csv of a deployed experiment: one row per stage program."""
-    from harness.experiments.tables import peak_mac_per_cycle
+    from harness.experiments.tables import peak_mac_per_cycle, priced
     out = []
     peaks = {}
     for name, job in jobs.items():
@@ -192,7 +207,7 @@ def job_rows(jobs: dict, outcome) -> list[dict]:
                     "dma_wait_cycles": r["dma_wait_cycles"], "ext_wait_cycles": r["ext_wait_cycles"],
                     "overhead_cycles": r["overhead_cycles"], "mac_per_cycle": r["mac_per_cycle"],
                     "l1_bytes": r["l1_bytes"], "l2_bytes": r["l2_bytes"], "total_cycles": r["total_cycles"],
-                    "instructions": r["instructions"], "err_over_tol": r["err_over_tol"], "ok": r["ok"],
+                    "instructions": r["instructions"], **priced(r), "err_over_tol": r["err_over_tol"], "ok": r["ok"],
                     **{f"stall_{k}": v for k, v in r["stalls"].items()},
                     **{k: prov.get(k, r.get(k)) for k in ("source_sha256", "toolchain", "platform_sha256", "simulator",
                                                            "backend", "runtime_sha256")}})

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from rich.table import Table
 
-from harness import ROOT
+from harness import ROOT, energy
 from harness import platform as platmod
 from harness.costmodel import training_cost
 from harness.experiments import deployed
@@ -36,7 +36,8 @@ from harness.schedule import task_cycles, task_schedule
 
 BACKWARD = ("wg", "ig", "ops_bw")      # the groups a sample's backward pass runs
 LATENCY_COLUMNS = ["platform", "net", "dataset", "layer_id", "block", "p", "M_MB", "S_replay_MB", "bw_ms",
-                   "fw_task_s", "update_task_s", "total_task_s", "fw_frozen_task_s", "fw_tail_task_s", "wg_task_s",
+                   "fw_task_s", "update_task_s", "total_task_s", "bw_energy_J", "task_energy_J",
+                   *(f"task_energy_{c}_J" for c in energy.CATEGORIES), "fw_frozen_task_s", "fw_tail_task_s", "wg_task_s",
                    "ig_task_s", "ops_bw_task_s", "sgd_task_s", "bw_cycles_per_sample", "bw_macs_per_sample",
                    "bw_mac_per_cycle", "new_per_task", "tail_samples", "iterations", "clock_hz", "fits_memory",
                    "ops_measured"]
@@ -52,6 +53,25 @@ def peak_mac_per_cycle(platform) -> float:
 
 def _sum(rows: list[dict], key: str) -> int:
     return sum(r[key] for r in rows)
+
+
+def priced(r: dict) -> dict:
+    """The energy columns of a result row, priced with its platform's coefficients as they are now
+    (rows record event counts; harness.energy)."""
+    return energy.row_fields(r.get("energy_events"), platmod.load(r["platform"]))
+
+
+def task_energy(parts: list[tuple[int, dict]]) -> dict:
+    """sum of n x the energy columns of a row, over (n, priced row): the task's energy and its
+    breakdown, as task_energy_J and task_energy_<part>_J (None if a row has no energy)."""
+    out = dict.fromkeys(["task_energy_J", *(f"task_energy_{c}_J" for c in energy.CATEGORIES)], 0.0)
+    for n, e in parts:
+        if e["energy_J"] is None:
+            return dict.fromkeys(out)
+        out["task_energy_J"] += n * e["energy_J"]
+        for c in energy.CATEGORIES:
+            out[f"task_energy_{c}_J"] += n * e[f"energy_{c}_J"]
+    return out
 
 
 def _counts(sched) -> dict:
@@ -81,10 +101,16 @@ def latency_row(point: Point, rows: dict) -> dict:
     counts = _counts(sched)
     parts = dict.fromkeys(GROUPS, 0)
     weight_cycles, weight_total, bw_cycles = {}, 0, 0
+    uses_energy, bw_energy = [], 0.0
     for u in point.uses:
         c = sum(rows[sp.name]["cycles"] for sp in u.specs)
         n = counts[u.count_of]
         parts[u.group] += n * c
+        for sp in u.specs:
+            e = priced(rows[sp.name])
+            uses_energy.append((n, e))
+            if n and u.group in BACKWARD:
+                bw_energy = None if bw_energy is None or e["energy_J"] is None else bw_energy + e["energy_J"]
         if n and u.group in BACKWARD:
             bw_cycles += c
         if u.weight_layer:
@@ -101,7 +127,8 @@ def latency_row(point: Point, rows: dict) -> dict:
     row = {"platform": point.platform, "net": point.net, "dataset": point.dataset, "layer_id": point.layer_id,
            "block": point.cut.first_block, "p": point.p, "M_MB": mem.M_bytes / MB,
            "S_replay_MB": mem.S_replay_bytes / MB, "bw_ms": bw_cycles / clock * 1e3, "fw_task_s": fw,
-           "update_task_s": upd, "total_task_s": sum(parts.values()) / clock, **s, "bw_cycles_per_sample": bw_cycles,
+           "update_task_s": upd, "total_task_s": sum(parts.values()) / clock, "bw_energy_J": bw_energy,
+           **task_energy(uses_energy), **s, "bw_cycles_per_sample": bw_cycles,
            "bw_macs_per_sample": cost.macs_bw,
            "bw_mac_per_cycle": round(cost.macs_bw / bw_cycles, 4) if bw_cycles else 0.0,
            "new_per_task": point.params.new_per_task, "tail_samples": sched.tail_samples,
@@ -115,6 +142,7 @@ def _measured(rows: list[dict]) -> dict:
         return {"cycles": 0}
     out = {"cycles": _sum(rows, "cycles"), "compute_cycles": _sum(rows, "compute_cycles"),
            "dma_wait_cycles": _sum(rows, "dma_wait_cycles"), "overhead_cycles": _sum(rows, "overhead_cycles")}
+    out.update({k.replace("task_energy", "energy"): v for k, v in task_energy([(1, priced(r)) for r in rows]).items()})
     for r in rows:
         for k, v in r["stalls"].items():
             out[f"stall_{k}"] = out.get(f"stall_{k}", 0) + v
@@ -146,7 +174,8 @@ def layer_rows(point: Point, rows: dict) -> list[dict]:
                     "step": u.step, "group": u.group, "kernel": "+".join(sp.name for sp in u.specs), "count": count,
                     "macs": macs, "model_macs": model_macs,
                     "mac_per_cycle": round(macs / m["cycles"], 4) if m["cycles"] else 0.0, **m,
-                    "task_cycles": count * m["cycles"], "task_s": count * m["cycles"] / clock})
+                    "task_cycles": count * m["cycles"], "task_s": count * m["cycles"] / clock,
+                    "task_energy_J": None if m.get("energy_J") is None else count * m["energy_J"]})
     return out
 
 
@@ -269,6 +298,9 @@ def latency_table(df: pd.DataFrame, title: str, isolated: pd.DataFrame | None = 
     if "bw_mac_per_cycle" in df.columns:
         cols.append(("bw_mac_per_cycle", "bw MAC/cycle"))
     cols += [("fw_task_s", "fw s/task"), ("update_task_s", "update s/task"), ("total_task_s", "total s/task")]
+    if "task_energy_J" in df.columns:
+        cols += [("bw_energy_mJ", "bw mJ/sample"), ("task_energy_J", "J/task")]
+        df = df.assign(bw_energy_mJ=df["bw_energy_J"] * 1e3)
     key = ["platform", "net", "dataset", "layer_id", "p"]
     if isolated is not None and not isolated.empty and "placement" in df.columns:
         iso = isolated[key + ["total_task_s"]].rename(columns={"total_task_s": "isolated_task_s"})
@@ -276,7 +308,7 @@ def latency_table(df: pd.DataFrame, title: str, isolated: pd.DataFrame | None = 
         cols.append(("isolated_task_s", "isolated s/task"))
     text = {"platform", "net", "dataset", "placement"}
     fmt = {"layer_id": "{:d}", "p": "{:g}", "M_MB": "{:.3f}", "S_replay_MB": "{:.3f}", "bw_ms": "{:.3f}",
-           "bw_mac_per_cycle": "{:.2f}"}
+           "bw_mac_per_cycle": "{:.2f}", "bw_energy_mJ": "{:.3f}", "task_energy_J": "{:.3f}"}
     t = Table(title=title)
     for col, head in cols:
         t.add_column(head, justify="left" if col in text else "right")

@@ -17,7 +17,9 @@ from pathlib import Path
 
 ISA_DIR = Path(__file__).resolve().parent.parent.parent / "isa"
 # Files of isa/ that are not instruction tables
-DATA_FILES = {"fields.toml", "csrs.toml", "timing.toml", "counters.toml"}
+DATA_FILES = {"fields.toml", "csrs.toml", "timing.toml", "counters.toml", "energy.toml"}
+# Energy classes of instructions (energy.toml); each but `access` is priced per instruction.
+ENERGY_CLASSES = ("alu", "muldiv", "fp32", "fp16", "fp16_simd", "access")
 PRIVATE = {True, False, "own_fpu"}
 
 FIELD_KINDS = {"xreg", "freg", "creg", "creg_f", "imm", "uimm", "csr", "rm"}
@@ -165,6 +167,7 @@ class Isa:
     csr_values: dict = field(default_factory=dict)   # name -> value of a fixed-value CSR
     timing: Timing | None = None
     counters: Counters | None = None
+    energy: dict = field(default_factory=dict)   # (name, ext) -> energy class (energy.toml)
 
     def switches(self) -> dict:
         """ext -> the platform [isa] key that enables it, for the extensions that have one."""
@@ -427,6 +430,41 @@ def load_counters(path: Path) -> Counters:
     return Counters(**out)
 
 
+def load_energy(path: Path, insns: list, timing: Timing) -> dict:
+    """energy.toml: the energy class of every instruction, as (name, ext) -> class."""
+    raw = _read(path)
+    name = path.name
+    _unknown(name, raw, ("timing", "insn"))
+    by_timing = raw.get("timing", {})
+    for c in by_timing:
+        if c not in timing.classes:
+            raise IsaError(f"{name}:timing.{c}: no such timing class (timing.toml)")
+    overrides = dict(raw.get("insn", {}))
+    names = {i.name for i in insns}
+    for k, v in overrides.items():
+        if k not in names:
+            raise IsaError(f"{name}:insn.{k}: no instruction of that name")
+        if v not in ENERGY_CLASSES:
+            raise IsaError(f"{name}:insn.{k}: must be one of {', '.join(ENERGY_CLASSES)}")
+    out = {}
+    for i in insns:
+        if i.name in overrides:
+            cls = overrides[i.name]
+        else:
+            spec = by_timing.get(i.timing)
+            if spec is None:
+                raise IsaError(f"{name}: timing class '{i.timing}' has no energy class ({i.source})")
+            cls = spec.get(i.ext) if isinstance(spec, dict) else spec
+            if cls is None:
+                raise IsaError(f"{name}:timing.{i.timing}: no class for extension '{i.ext}' ({i.source})")
+        if cls not in ENERGY_CLASSES:
+            raise IsaError(f"{name}: class of {i.name} must be one of {', '.join(ENERGY_CLASSES)}, got {cls!r}")
+        if out.get((i.name, i.ext), cls) != cls:
+            raise IsaError(f"{name}: the forms of {i.name} would get different classes")
+        out[(i.name, i.ext)] = cls
+    return out
+
+
 def _load_csrs(path: Path) -> tuple[dict, dict, dict]:
     raw = _read(path)
     _unknown(path.name, raw, ("names", "pulp", "values"))
@@ -482,8 +520,9 @@ def load(isa_dir: Path = ISA_DIR) -> Isa:
         if key in seen and not (i.when or seen[key].when or i.only or seen[key].only):
             raise IsaError(f"{i.source}: same encoding as {seen[key].source}")
         seen.setdefault(key, i)
+    energy = load_energy(isa_dir / "energy.toml", insns, timing)
     return Isa(fields=fields, insns=insns, sha256=h.hexdigest(), csrs=csrs, pulp_csrs=pulp_csrs,
-               csr_values=csr_values, timing=timing, counters=counters)
+               csr_values=csr_values, timing=timing, counters=counters, energy=energy)
 
 
 @lru_cache(maxsize=None)

@@ -114,7 +114,7 @@ class _Gen:
             if is_in:  # the data starts outside; the L2 copy is cleared so the timed read must bring it
                 lines.append(_ext_call(loc, True, f"x_{sym}", sym, nbytes))
                 lines.append(f"  memset({sym}, 0, {nbytes});")
-        lines.append("  uint32_t t0 = pulp_mcycle();")
+        lines.append("  uint32_t t0 = pulp_energy_mark();")
         for sym, nbytes, loc, is_in, _ in ext:
             if is_in:
                 lines.append(_ext_call(loc, False, f"x_{sym}", sym, nbytes))
@@ -124,7 +124,7 @@ class _Gen:
         for sym, nbytes, loc, _, is_out in ext:
             if is_out:
                 lines.append(_ext_call(loc, True, f"x_{sym}", sym, nbytes))
-        lines.append("  uint32_t t3 = pulp_mcycle();")
+        lines.append("  uint32_t t3 = pulp_energy_mark();")
         for sym, nbytes, loc, _, is_out in ext:  # read back what landed outside, for the check
             if is_out:
                 lines.append(f"  memset({sym}, 0, {nbytes});")

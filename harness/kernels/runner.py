@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, hosttime, paths, toolchain
+from harness import ROOT, energy, hosttime, paths, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
@@ -101,8 +101,8 @@ def provenance(spec: KernelSpec, prepared: Prepared | None = None) -> dict:
         # No program can be generated (it does not fit the platform): the refusal follows from the spec,
         # the generator and the platform file alone, so it is cached under those and not retried.
         return {"refused_by_generator_sha256": _generator_hash(), "toolchain": tc.describe(),
-                "platform_sha256": plat.sha256, "simulator": embedded.version(), "backend": "embedded"}
-    return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.sha256,
+                "platform_sha256": plat.run_sha256, "simulator": embedded.version(), "backend": "embedded"}
+    return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.run_sha256,
             "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES["embedded"]}
 
 
@@ -186,7 +186,7 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
 def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
     plat = platmod.load(spec.platform)
     row = {"kernel": spec.name, "step": spec.step, **spec.as_dict(), "backend": res["backend"],
-           "simulator": res["simulator"], "source_sha256": src_hash, "platform_sha256": plat.sha256,
+           "simulator": res["simulator"], "source_sha256": src_hash, "platform_sha256": plat.run_sha256,
            "toolchain": toolchain.find().describe(), "l1_bytes": prog.l1_bytes, "tiles": prog.tiles}
     if res["status"] != "exit" or res["exit_code"] != 0:
         f = res.get("fault") or {}
@@ -239,4 +239,17 @@ def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
                max_abs_err=max_err, err_over_tol=worst, ok=bool(ok), outputs=details,
                stalls=res["stalls"], total_cycles=res["cycles"], instructions=res["instructions"],
                dmas=res["dmas"])
+    row.update(energy_row(res, cycles, plat, spec.name))
     return row
+
+
+def energy_row(res: dict, cycles: int, plat, what: str) -> dict:
+    """The energy of a program's timed section: the events of its marked window (None on a backend
+    that counts none), priced with the platform's coefficients."""
+    win = res.get("energy_window")
+    if win is None:
+        return {"energy_events": None, **energy.row_fields(None, plat)}
+    if win["events"]["cycles"] != cycles:
+        raise UserError(f"{what}: the energy window covers {win['events']['cycles']:,} cycles and the timed "
+                        f"section {cycles:,}; the program must mark exactly its timed section")
+    return {"energy_events": win["events"], **energy.row_fields(win["events"], plat)}

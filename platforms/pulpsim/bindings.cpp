@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -51,13 +52,118 @@ static py::dict core_events(const Core& c) {
   e["taken_branches"] = c.ev[EV_BTAKEN];
   e["jumps"] = c.ev[EV_JUMP];
   e["compressed"] = c.ev[EV_RVC];
+  e["l1_accesses"] = c.ev[X_ACC_L1];
+  e["l2_accesses"] = c.ev[X_ACC_L2];
+  e["periph_accesses"] = c.ev[X_ACC_PERIPH];
+  e["l2_bytes"] = c.ev[X_L2_BYTES];
+  e["icache_refills"] = c.ev[X_IREFILL];
+  e["icache_refill_bytes"] = c.ev[X_IREFILL_BYTES];
   return e;
+}
+
+// ---- what the energy model needs (harness/energy.py): event counts and time split over spans ----
+
+using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// Sorted, disjoint, non-empty intervals covering the same cycles as `v`.
+static Spans merged(Spans v) {
+  std::sort(v.begin(), v.end());
+  Spans out;
+  for (auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+// Cycles in both (each sorted and disjoint).
+static uint64_t overlap(const Spans& a, const Spans& b) {
+  uint64_t n = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    uint64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) n += hi - lo;
+    if (a[i].second < b[j].second) i++; else j++;
+  }
+  return n;
+}
+
+// The cycles a core ran: from its start to its last cycle, less the intervals it waited.
+static Spans awake(const Core& c) {
+  Spans out;
+  if (c.start_cycle == UINT64_MAX) return out;
+  uint64_t cur = c.start_cycle;
+  for (auto& w : c.waits) {
+    if (w.first > cur) out.emplace_back(cur, w.first);
+    cur = std::max(cur, w.second);
+  }
+  if (c.cycle > cur) out.emplace_back(cur, c.cycle);
+  return out;
+}
+
+static py::dict energy_counts(const Machine& mc, const Machine::Counts& k, const Spans& spans_in, uint64_t t_end) {
+  Spans run{{0, t_end}};
+  Spans spans = merged(spans_in);
+  uint64_t span_cycles = overlap(spans, run);
+  uint64_t ev[NEV] = {0};
+  std::vector<uint64_t> ops(OP_COUNT, 0);
+  for (size_t i = 0; i < mc.cores.size(); i++) {
+    for (int e = 0; e < NEV; e++) ev[e] += k.ev[i * NEV + e];
+    for (int o = 0; o < OP_COUNT; o++) ops[o] += k.ops[i * OP_COUNT + o];
+  }
+  // The cluster is powered from its first core's start; it is clock-gated while none of its cores runs.
+  uint64_t cl_start = UINT64_MAX;
+  Spans any;
+  for (auto& c : mc.cores)
+    if (!c->is_fc) {
+      cl_start = std::min(cl_start, c->start_cycle);
+      Spans a = awake(*c);
+      any.insert(any.end(), a.begin(), a.end());
+    }
+  Spans on = cl_start < t_end ? Spans{{cl_start, t_end}} : Spans{};
+  uint64_t on_cycles = overlap(spans, on);
+  uint64_t wait = 0;
+  for (auto& c : mc.cores) {
+    uint64_t ran = overlap(spans, awake(*c));
+    uint64_t powered = c->is_fc ? span_cycles : on_cycles;
+    wait += powered > ran ? powered - ran : 0;
+  }
+  py::dict d;
+  d["cycles"] = span_cycles;
+  d["ops"] = ops;
+  d["instructions"] = ev[EV_INSTR];
+  d["active_cycles"] = ev[EV_CYCLES];
+  d["l1_accesses"] = ev[X_ACC_L1];
+  d["l2_accesses"] = ev[X_ACC_L2];
+  d["periph_accesses"] = ev[X_ACC_PERIPH];
+  d["l2_core_bytes"] = ev[X_L2_BYTES];
+  d["icache_refills"] = ev[X_IREFILL];
+  d["icache_refill_bytes"] = ev[X_IREFILL_BYTES];
+  d["tcdm_conflict_cycles"] = ev[X_TCDM];
+  d["cluster_dma_bytes"] = k.dma_bytes;
+  d["udma_bytes"] = k.udma_bytes;
+  d["hyperram_read_bytes"] = k.ext[0][0];
+  d["hyperram_write_bytes"] = k.ext[0][1];
+  d["flash_read_bytes"] = k.ext[1][0];
+  d["flash_write_bytes"] = k.ext[1][1];
+  d["core_wait_cycles"] = wait;
+  d["cluster_on_cycles"] = on_cycles;
+  d["cluster_gated_cycles"] = on_cycles - overlap(spans, merged(any));
+  return d;
 }
 
 PYBIND11_MODULE(_pulpsim, m) {
   m.doc() = "Cycle-level PULP MCU simulator";
   m.attr("ISA_SHA256") = isa_table_sha256;
   m.attr("SOURCE_SHA256") = PULPSIM_SOURCE_SHA256;
+  m.def("op_table", []() {
+    py::list out;
+    for (int o = 0; o < OP_COUNT; o++) out.append(py::make_tuple(op_info[o].name, op_info[o].ext));
+    return out;
+  }, "(name, extension) of every operation, in the order of the energy counts' `ops`");
   m.def("disasm", &disasm, py::arg("word"), py::arg("pc") = 0, py::arg("fp_separate") = false);
   m.def(
       "decode_name",
@@ -186,6 +292,7 @@ PYBIND11_MODULE(_pulpsim, m) {
         r["exit_code"] = mc.exit_code;
         r["stdout"] = py::bytes(mc.out);
         r["host_seconds"] = secs;
+        for (auto& c : mc.cores) c->sync_counts();
         uint64_t cycles = 0, instr = 0;
         py::list cores;
         for (auto& c : mc.cores) {
@@ -215,6 +322,13 @@ PYBIND11_MODULE(_pulpsim, m) {
         ud["transfers"] = mc.udma_transfers;
         dmas.append(ud);
         r["dmas"] = dmas;
+        Machine::Counts all;
+        mc.counts_now(all);
+        r["energy_counts"] = energy_counts(mc, all, {{0, cycles}}, cycles);
+        if (!mc.energy_spans.empty()) {
+          r["energy_window"] = energy_counts(mc, mc.win_sum, mc.energy_spans, cycles);
+          r["energy_windows"] = mc.energy_spans.size();
+        }
         if (s != Status::Exited) {
           py::dict f;
           f["kind"] = mc.fault.kind;

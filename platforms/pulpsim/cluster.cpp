@@ -40,6 +40,7 @@ void Machine::process_timed(uint64_t upto) {
           c.pc = e.b;
           c.mtvec = e.b & ~0xffu;
           c.cycle = std::max(c.cycle, e.time);
+          c.start_cycle = c.cycle;
         }
         break;
       }
@@ -72,6 +73,7 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
   if (resume > c.cycle) {
     if (c.m->timeline) c.m->timeline->span(c.index, sleep_kind(c, value), c.cycle, resume);
     c.ev[X_WAIT] += resume - c.cycle;
+    c.waits.emplace_back(c.cycle, resume);
     c.cycle = resume;
   }
   c.sleeping = false;
@@ -467,6 +469,7 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
   udma_free_at = start + dur;
   udma_busy_cycles += dur;
   udma_bytes += n;
+  ext_bytes[hyper_mem_sel][read ? 0 : 1] += n;
   udma_transfers++;
   h.busy = true;
   schedule(start + dur, T_UDMA_DONE, id);

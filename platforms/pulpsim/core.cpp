@@ -13,6 +13,7 @@ Core::Core(Machine* mach, int idx, bool fc, uint32_t hid) : m(mach), index(idx),
   const Config& c = m->cfg;
   std::memset(X, 0, sizeof(X));
   std::memset(ev, 0, sizeof(ev));
+  std::memset(op_count, 0, sizeof(op_count));
   std::memset(pccr, 0, sizeof(pccr));
   std::memset(pc_base, 0, sizeof(pc_base));
   reset_scoreboard();
@@ -95,14 +96,31 @@ static inline uint32_t rd_le(const uint8_t* p, int size) {
   return v;
 }
 
+// Which memory a data access at host pointer p reaches (an X_ACC_* event); L2 accesses also count
+// their bytes.
+inline int Core::access_target(const uint8_t* p, int size) {
+  if (p >= m->l1.data() && p < m->l1.data() + m->l1_size) return X_ACC_L1;
+  ev[X_L2_BYTES] += size;
+  return X_ACC_L2;
+}
+
+// A memory-mapped access: the test-and-set alias of L1 is an L1 access, the rest peripherals.
+int Core::mmio_target(uint32_t addr, int size) const {
+  return m->tas_offset(m->global(*this, addr), size) != UINT32_MAX ? X_ACC_L1 : X_ACC_PERIPH;
+}
+
 uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   int lat = 0;
   uint32_t v = 0;
   uint8_t* p = ram(addr, size, lat);
+  int where;
   if (p) {
-    if (tcdm_busy && p >= m->l1.data() && p < m->l1.data() + m->l1_size) tcdm_access((uint32_t)(p - m->l1.data()));
+    where = access_target(p, size);
+    if (tcdm_busy && where == X_ACC_L1) tcdm_access((uint32_t)(p - m->l1.data()));
     v = rd_le(p, size);
-  } else if (!m->mmio_read(*this, addr, size, v, lat)) {
+  } else if (m->mmio_read(*this, addr, size, v, lat)) {
+    where = mmio_target(addr, size);
+  } else {
     char buf[96];
     std::snprintf(buf, sizeof buf, "load of %d bytes from unmapped address 0x%08x", size, addr);
     fault("unmapped access", buf, true, addr);
@@ -113,9 +131,11 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   total = lat + 1;
   ev[EV_LD]++;
   ev[X_BUS] += lat;
+  ev[where]++;
   if ((addr & 3) + size > 4) {  // crosses a 32-bit word: a second full access
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;
+    ev[where]++;
     uint32_t more = t_misaligned == TIMING_MISALIGNED_EXTRA_ACCESS ? lat + 1 : 1;
     ev[X_MISALIGNED] += more;
     total += more;
@@ -157,11 +177,15 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   int lat = 0;
   m->stores++;
   uint8_t* p = ram(addr, size, lat);
+  int where;
   if (p) {
-    if (tcdm_busy && p >= m->l1.data() && p < m->l1.data() + m->l1_size) tcdm_access((uint32_t)(p - m->l1.data()));
+    where = access_target(p, size);
+    if (tcdm_busy && where == X_ACC_L1) tcdm_access((uint32_t)(p - m->l1.data()));
     std::memcpy(p, &value, size);
     m->invalidate(addr, size);
-  } else if (!m->mmio_write(*this, addr, size, value, lat)) {
+  } else if (m->mmio_write(*this, addr, size, value, lat)) {
+    where = mmio_target(addr, size);
+  } else {
     char buf[96];
     std::snprintf(buf, sizeof buf, "store of %d bytes to unmapped address 0x%08x", size, addr);
     fault("unmapped access", buf, true, addr);
@@ -170,9 +194,11 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   uint32_t total = lat + 1;
   ev[EV_ST]++;
   ev[X_BUS] += lat;
+  ev[where]++;
   if ((addr & 3) + size > 4) {
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;  // GVSoC counts the second beat as a load, even for a store
+    ev[where]++;
     uint32_t more = t_misaligned == TIMING_MISALIGNED_EXTRA_ACCESS ? lat + 1 : 1;
     ev[X_MISALIGNED] += more;
     total += more;
@@ -208,13 +234,29 @@ int Core::rm_resolve(int rm) {
   return rm;
 }
 
-uint64_t Core::perf_read(int n) const {
+// INSTR and RVC follow from the per-operation counts, which the execution loop keeps instead of
+// counting those two for every instruction; they are brought up to date wherever counters are read.
+// The loop counts an instruction before executing it: a CSR instruction that reads or writes the
+// counters (`during_csr`) is not yet one of them, as on the hardware (a 32-bit one: not RVC).
+void Core::sync_counts(bool during_csr) {
+  uint64_t n = 0, rvc = 0;
+  for (int o = 0; o < OP_COUNT; o++) {
+    n += op_count[o];
+    if (op_info[o].size == 2) rvc += op_count[o];
+  }
+  ev[EV_INSTR] = n - (during_csr ? 1 : 0);
+  ev[EV_RVC] = rvc;
+}
+
+uint64_t Core::perf_read(int n) {
+  sync_counts(true);
   uint64_t v = pccr[n];
   if ((pcmr & 1) && (pcer >> n & 1)) v += ev[n] - pc_base[n];
   return v;
 }
 
 void Core::perf_set_active(bool on) {
+  sync_counts(true);
   bool was = pcmr & 1;
   if (was && !on) {
     for (int n = 0; n < 32; n++)
@@ -300,6 +342,7 @@ bool Core::csr_write(uint32_t csr, uint32_t v) {
     default: break;
   }
   if (csr >= CSR_PCCR0 && csr <= CSR_PCCR_ALL) {
+    sync_counts(true);
     for (int n = 0; n < 32; n++) {
       if (csr == CSR_PCCR_ALL || (int)(csr - CSR_PCCR0) == n) {
         pccr[n] = v;
@@ -320,6 +363,7 @@ uint32_t Core::csr_op(uint32_t csr, uint32_t value, int op, bool write) {
     fault("illegal instruction", buf);
     return 0;
   }
+  if (csr == CSR_CYCLE && !write) m->energy_mark(cycle);  // the value the read returns
   if (write) {
     uint32_t nv = op == 0 ? value : op == 1 ? (old | value) : (old & ~value);
     // CSR numbers with bits 11:10 set are read-only (RISC-V privileged spec 2.1); PULP keeps its
@@ -370,12 +414,20 @@ void Core::elw(uint32_t rd, uint32_t addr) {
 void Core::refill(uint32_t line) {
   uint32_t cost;
   if (is_fc) {
-    cost = !icache.enabled ? fetch_latency : icache.lookup(line) ? 0 : icache_miss;
+    if (!icache.enabled || !icache.lookup(line)) {
+      cost = icache.enabled ? icache_miss : fetch_latency;
+      refilled();
+    } else {
+      cost = 0;
+    }
   } else if (m->cl_icache_enabled) {
     // private L0, then the cluster's shared L1 instruction cache
-    cost = icache.lookup(line) ? 0 : m->cl_icache_l1.cost_at(line, t, icache_l0_latency, icache_miss);
+    bool from_l2 = false;
+    cost = icache.lookup(line) ? 0 : m->cl_icache_l1.cost_at(line, t, icache_l0_latency, icache_miss, from_l2);
+    if (from_l2) refilled();
   } else {
     cost = fetch_latency;
+    refilled();
   }
   fetch_line = line;
   t += cost;
@@ -477,6 +529,9 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     if (line != fetch_line) refill(line);
     if ((pc & line_mask) == line_mask - 1) refill(line + 1);  // the prefetcher always asks for 4 bytes
     npc = pc + d->size;
+    // Counted here, with the op the switch reads anyway (also the INSTR and RVC counters:
+    // sync_counts); an instruction that faults is taken back below.
+    op_count[d->op]++;
     switch (d->op) {
 #include "isa_exec.inc"
       default: {
@@ -487,7 +542,10 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       }
     }
     if (slow & SLOW_STOP) {
-      if (m->status == Status::Fault) return m->status;
+      if (m->status == Status::Fault) {
+        op_count[d->op]--;
+        return m->status;
+      }
     }
     X[0] = 0;
     if (hwl_active && npc == pc + d->size && hwloop_step(pc)) {
@@ -497,8 +555,6 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     uint64_t before = cycle;
     cycle = t + 1 + extra;
     ev[EV_CYCLES] += cycle - before;
-    ev[EV_INSTR]++;
-    ev[EV_RVC] += d->size == 2;
     if (TRACE && m->trace) {
       std::string s = disasm(d->raw, pc, m->fp_separate);
       std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());
@@ -506,6 +562,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     pc = npc;
     if (slow) {
       if (slow & SLOW_PERF_REBASE) {
+        sync_counts();
         for (int n = 0; n < 32; n++) pc_base[n] = ev[n];
       }
       uint32_t s = slow;

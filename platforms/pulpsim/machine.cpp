@@ -148,6 +148,44 @@ void Machine::start_fc(uint32_t entry) {
   c.pc = entry;
   c.mtvec = entry & ~0xffu;
   c.active = true;
+  c.start_cycle = c.cycle;
+}
+
+void Machine::counts_now(Counts& out) {
+  size_t n = cores.size();
+  for (auto& c : cores) c->sync_counts();
+  out.ev.resize(n * NEV);
+  out.ops.resize(n * OP_COUNT);
+  for (size_t i = 0; i < n; i++) {
+    std::copy(cores[i]->ev, cores[i]->ev + NEV, out.ev.begin() + i * NEV);
+    std::copy(cores[i]->op_count, cores[i]->op_count + OP_COUNT, out.ops.begin() + i * OP_COUNT);
+  }
+  out.dma_bytes = dma_bytes;
+  out.udma_bytes = udma_bytes;
+  std::memcpy(out.ext, ext_bytes, sizeof out.ext);
+}
+
+void Machine::energy_mark(uint64_t when) {
+  if (!win_open) {
+    counts_now(win_start);
+    win_from = when;
+    win_open = true;
+    return;
+  }
+  Counts now;
+  counts_now(now);
+  if (win_sum.ev.empty()) {
+    win_sum.ev.assign(now.ev.size(), 0);
+    win_sum.ops.assign(now.ops.size(), 0);
+  }
+  for (size_t i = 0; i < now.ev.size(); i++) win_sum.ev[i] += now.ev[i] - win_start.ev[i];
+  for (size_t i = 0; i < now.ops.size(); i++) win_sum.ops[i] += now.ops[i] - win_start.ops[i];
+  win_sum.dma_bytes += now.dma_bytes - win_start.dma_bytes;
+  win_sum.udma_bytes += now.udma_bytes - win_start.udma_bytes;
+  for (int m = 0; m < 2; m++)
+    for (int d = 0; d < 2; d++) win_sum.ext[m][d] += now.ext[m][d] - win_start.ext[m][d];
+  energy_spans.emplace_back(win_from, when);
+  win_open = false;
 }
 
 void Machine::flush_stdout() {

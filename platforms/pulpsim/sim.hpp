@@ -38,6 +38,13 @@ enum Ev : int {
   X_TCDM,           // L1 bank-conflict stalls
   X_LOAD_USE,       // load-use stalls (the same as LD_STALL minus mul stalls)
   X_HWLOOP,         // hardware-loop back-edge cycles (timing.hwloop_overhead)
+  // Events the energy model prices (harness/energy.py); they change no timing.
+  X_ACC_L1,         // data accesses to L1 (a word-crossing access counts twice)
+  X_ACC_L2,         // data accesses to L2
+  X_ACC_PERIPH,     // data accesses to peripherals (event unit, DMA and uDMA registers, ...)
+  X_L2_BYTES,       // bytes of the data accesses to L2
+  X_IREFILL,        // instruction lines fetched from L2 (cache disabled, or a miss of every level)
+  X_IREFILL_BYTES,  // their bytes
   NEV
 };
 
@@ -80,15 +87,18 @@ struct ICache {  // set-associative instruction cache with round-robin replaceme
     next.assign(sets, 0);
   }
   // Shared cache: a core that asks for a line still being refilled waits for the same refill.
-  uint32_t cost_at(uint32_t lineno, uint64_t now, uint32_t hit_lat, uint32_t miss_lat) {
+  // `miss` tells whether the line was fetched from L2 for this request.
+  uint32_t cost_at(uint32_t lineno, uint64_t now, uint32_t hit_lat, uint32_t miss_lat, bool& miss) {
     uint32_t s = lineno % sets;
     for (uint32_t w = 0; w < ways; w++) {
       uint32_t k = s * ways + w;
       if (tags[k] == lineno) {
         uint64_t r = ready[k];
+        miss = false;
         return r > now + hit_lat ? (uint32_t)(r - now) : hit_lat;
       }
     }
+    miss = true;
     uint32_t k = s * ways + next[s];
     tags[k] = lineno;
     ready[k] = now + miss_lat;
@@ -147,7 +157,7 @@ struct Timeline {
 
   bool in_window(uint64_t s, uint64_t e) const { return e > from && s < to; }
   void span(uint32_t track, uint32_t kind, uint64_t s, uint64_t e, uint64_t a = 0, uint64_t b = 0);
-  void record(const Core& c);   // one row of counters, now
+  void record(Core& c);   // one row of counters, now
   void sample(Core& c);         // a row when the core's clock has crossed the next period
   void call(Core& c);
   void ret(Core& c);
@@ -192,6 +202,7 @@ class Core {
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
+  uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
 
   // hardware loops
   uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
@@ -232,6 +243,8 @@ class Core {
 
   // helpers used by the generated semantics
   uint32_t load(uint32_t addr, int size, bool sign, uint32_t& total);
+  inline int access_target(const uint8_t* p, int size);
+  int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
   void ld_frd(uint32_t rd, uint32_t addr, int size);
   void st(uint32_t addr, int size, uint32_t value);
@@ -244,9 +257,14 @@ class Core {
   void wfi();
   void elw(uint32_t rd, uint32_t addr);
   int rm_resolve(int rm);
-  uint64_t perf_read(int n) const;
+  uint64_t perf_read(int n);
+  void sync_counts(bool during_csr = false);
   void perf_set_active(bool on);
   void refill(uint32_t line);
+  void refilled() {  // a line fetched from L2 (the cache is off, or every level missed)
+    ev[X_IREFILL]++;
+    ev[X_IREFILL_BYTES] += line_mask + 1;
+  }
   void fault(const std::string& kind, const std::string& detail, bool has_addr = false, uint32_t addr = 0);
   const Insn* fetch(uint32_t pc, Insn& tmp);
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
@@ -326,6 +344,12 @@ class Core {
     b = t + 1;
   }
   void sleep_on(WaitKind k, uint32_t rd, uint32_t arg, bool clear, uint32_t delay);
+
+  // For the energy model, kept after the members the execution loop uses most.
+  // When the core ran: its first cycle (UINT64_MAX: never started) and the intervals [from, to) it
+  // waited (event unit, barrier, wfi), in order; the energy model prices waiting and running time.
+  uint64_t start_cycle = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> waits;
 };
 
 class Machine {
@@ -413,6 +437,7 @@ class Machine {
 
   // ---- peripheral DMA (uDMA) and external memories ----
   std::vector<uint8_t> hyperram, flash;
+  uint64_t ext_bytes[2][2] = {{0, 0}, {0, 0}};  // [HyperRAM, flash][read, written]
   struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup; };
   ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
   uint32_t hyper_mem_sel = 0;
@@ -436,6 +461,23 @@ class Machine {
   enum { T_DMA_DONE = 1, T_UDMA_DONE = 2, T_CORE_START = 3 };
 
   void map_peripherals();
+
+  // ---- energy windows ----
+  // A program marks the section whose energy it wants by reading the `cycle` CSR (the same value as
+  // mcycle, and the same timing): reads open and close windows in turn, and the event counts of
+  // every closed window add up in win_sum. Counts are taken from every core as it stands when the
+  // marking core reads, which the deterministic schedule makes deterministic.
+  struct Counts {
+    std::vector<uint64_t> ev;   // cores x NEV
+    std::vector<uint64_t> ops;  // cores x OP_COUNT
+    uint64_t dma_bytes = 0, udma_bytes = 0, ext[2][2] = {{0, 0}, {0, 0}};
+  };
+  void counts_now(Counts& out);
+  void energy_mark(uint64_t when);
+  Counts win_sum, win_start;
+  bool win_open = false;
+  uint64_t win_from = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> energy_spans;  // the closed windows, [from, to)
 
   // run state
   Status status = Status::Running;

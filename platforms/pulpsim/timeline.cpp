@@ -20,7 +20,8 @@ void Timeline::span(uint32_t track, uint32_t kind, uint64_t s, uint64_t e, uint6
   }
 }
 
-void Timeline::record(const Core& c) {
+void Timeline::record(Core& c) {
+  c.sync_counts();   // INSTR follows from the per-operation counts
   const uint64_t* ev = c.ev;
   uint64_t row[NCOUNTERS];
   row[C_CYCLE] = c.cycle;
@@ -93,6 +94,7 @@ uint32_t sleep_kind(const Core& c, uint32_t bits) {
 void Timeline::finish(Machine& m, uint64_t end) {
   for (auto& k : m.cores) {
     Core& c = *k;
+    c.sync_counts();
     if (c.ev[EV_INSTR] == 0) continue;
     // never woken: what it waits for is its mask, when that names one event
     uint32_t m = c.wait_arg;

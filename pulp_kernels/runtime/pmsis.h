@@ -71,6 +71,15 @@ static inline uint32_t pulp_mcycle(void) {
   __asm__ volatile("csrr %0, mcycle" : "=r"(v));
   return v;
 }
+/* The same count through the user-level `cycle` CSR, with the same timing. The embedded simulator
+ * takes these reads as marks of the section whose energy a program measures: they open and close
+ * windows in turn, and the events of every closed window add up (`pulp-odl run --json`,
+ * "energy_window"). Other code reads mcycle, so that it never moves a window. */
+static inline uint32_t pulp_energy_mark(void) {
+  uint32_t v;
+  __asm__ volatile("csrr %0, cycle" : "=r"(v));
+  return v;
+}
 
 static inline void pi_perf_conf(unsigned int events) {
   __asm__ volatile("csrw " PULP_STR(PULP_CSR_PCER) ", %0" ::"r"(events & ~(1u << PI_PERF_CYCLES)));
