@@ -491,7 +491,8 @@ def test_real_deployed_steps_end_to_end(tmp_path, capsys):
     results = tmp_path / "r"
     assert main(["experiment", str(path), "--results", str(results), "--jobs", "2", "--headline"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [ln.split(":")[0] for ln in out[:3]] == ["memory", "latency per task", "backward MAC/cycle"]
+    assert [ln.split(":")[0] for ln in out[:4]] == ["memory", "latency per task", "backward MAC/cycle",
+                                                    "energy per task"]
     lat = pd.read_csv(results / "table2" / "latency.csv")
     assert list(lat.deployment) == ["deployed", "deployed"] and list(lat.placement) == ["fit", "fit"]
     for r in lat.itertuples():

@@ -327,8 +327,8 @@ def latency_table(df: pd.DataFrame, title: str, isolated: pd.DataFrame | None = 
 
 
 def headline(df: pd.DataFrame) -> list[str]:
-    """Three lines on a latency table: training memory, latency per task and the backward step's
-    MAC/cycle, each from its smallest to its largest point."""
+    """Lines on a latency table: training memory, latency per task, the backward step's MAC/cycle and,
+    where measured, energy per task, each from its smallest to its largest point."""
     if df.empty:
         return ["memory: no point complete", "latency per task: no point complete", "backward MAC/cycle: -"]
     vary = [c for c in ("platform", "net", "dataset", "placement") if c in df.columns and df[c].nunique() > 1]
@@ -354,6 +354,8 @@ def headline(df: pd.DataFrame) -> list[str]:
                      f"{'/'.join(f'{p:g}' for p in peaks)}")
     else:
         lines.append("backward MAC/cycle: not in this table")
+    if "task_energy_J" in df.columns and df.task_energy_J.notna().all():
+        lines.append(f"energy per task: {span('task_energy_J', '{:.2f} J')} (model of docs/energy.md)")
     return lines
 
 
