@@ -279,6 +279,7 @@ def test_bad_deploy_input_is_one_line(capsys):
     assert "argument --p: must be a number in (0, 1], got 1.5" in capsys.readouterr().err
 
 
+@pytest.mark.e2e   # generates some 4,000 stage programs: a sweep's worth, not the quick tier's
 @pytest.mark.parametrize("p", [1.0, 0.7])
 def test_every_studied_stage_generates_on_both_platforms(p):
     """Every stage of both networks at both resolutions, at the shallowest and deepest studied cuts, in both
