@@ -111,7 +111,7 @@ def test_shipped_experiments_load_and_expand():
     assert sorted({pt.p for pt in f4.points}) == [0.6, 0.7, 0.8, 0.9, 1.0]
     k = planmod.expand(specmod.load("kernels"))
     assert k.experiment.platforms == ("pulp-open", "paper")
-    assert len(k.specs) == 9 * 3 * 2 * 2
+    assert len(k.specs) == 11 * 3 * 2 * 2   # 11 shapes (two linear ones also batched) x steps x p x platforms
     assert len(planmod.expand(specmod.load("regress")).specs) <= 120
     # make demo: one network on CIFAR-10, two replay layers, two partialities, deployed on paper, one step recorded
     demo = planmod.expand(specmod.load("demo"))

@@ -20,6 +20,9 @@ LAYERS = {
     "dw_s1": ("dw", 17, 17, 6, 5, {"stride": 1}),
     "dw_k5": ("dw", 10, 10, 7, 6, {"k": 5, "stride": 2}),
     "linear": ("linear", 105, 13, 1, 1, {}),
+    "linear_batch": ("linear", 105, 13, 1, 7, {}),   # 7 samples: one matrix product
+    "dw_s2_even": ("dw", 19, 19, 8, 6, {"stride": 2}),   # the stride-2 input gradient's register-blocked kernel
+    "conv_s1": ("conv", 6, 10, 7, 8, {"k": 3, "stride": 1}),   # even channels: pixels read in place
 }
 
 
@@ -87,7 +90,7 @@ def test_tiled_layers(kind, cin, cout, h, w, step, extra):
     (dict(kind="pw", cin=0, cout=8, h=4, w=4, step="fw"), "--cin must be a positive integer"),
     (dict(kind="conv", cin=3, cout=8, h=2, w=2, step="fw", k=5, pad=0), "larger than the padded input"),
     (dict(kind="dw", cin=8, cout=9, h=4, w=4, step="fw"), "C_in = C_out"),
-    (dict(kind="linear", cin=8, cout=9, h=4, w=4, step="fw"), "one vector"),
+    (dict(kind="linear", cin=8, cout=9, h=4, w=4, step="fw"), "one vector (--hw 1) or a batch of N samples"),
     (dict(kind="conv2", cin=8, cout=9, h=4, w=4, step="fw"), "unknown kernel kind"),
     (dict(kind="pw", cin=8, cout=9, h=4, w=4, step="bw"), "unknown step"),
 ])

@@ -51,10 +51,13 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
     before the program starts ("hyperram" or "flash": contents the program finds there). With a
     `timeline` (harness.timeline.Request) the simulator records one: result["timeline"]."""
     with hosttime.phase("simulate"):
-        return _run(elf_path, platform, max_cycles, trace, read, preload, timeline)
+        r = _run(elf_path, platform, max_cycles, trace, read, preload, timeline)
+        if r["status"] == "rerun":   # an icache control write met a refill run ahead of it: run it again
+            r = _run(elf_path, platform, max_cycles, trace, read, preload, timeline, ahead_refills=False)
+        return r
 
 
-def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timeline) -> dict:
+def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timeline, ahead_refills=True) -> dict:
     sim = simulator()
     limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= UINT64_MAX:
@@ -81,6 +84,7 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timelin
     if timeline is not None:
         from harness import timeline as tlmod
         names = tlmod.arm(m, prog, timeline)
+    m.ahead_refills = ahead_refills
     m.start(prog.entry)
     r = m.run(limit, trace or "")
     cores = r["cores"]

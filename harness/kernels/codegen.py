@@ -10,12 +10,15 @@ The FC opens the cluster, sends the task and prints one line the harness parses:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.errors import UserError
+from harness.kernels import dwtiles, gemm, mmplan
 from harness.kernels import plan as planmod
+from harness.kernels.mmblock import packers
 from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.spec import OPS, KernelSpec, cp
 from harness.kernels.tensors import TensorInfo, info, to_image, weight_shape
@@ -30,6 +33,7 @@ typedef struct {{
   const void *src2;
   void *dst;
   int rows, cols, aux, aux2, pitch;
+  void *dst2;
 }} odl_tile_t;
 """
 
@@ -56,6 +60,9 @@ class _Gen:
     body: list = field(default_factory=list)
     tiles: int = 0
     nfunc: int = 0
+    decls: list = field(default_factory=list)      # C before the tile functions (run tables)
+    tiles_mm: list = field(default_factory=list)   # mmplan.Tile of the register-blocked products
+    asm_more: dict = field(default_factory=dict)   # name -> assembly lines of other generated routines
 
     def tensor_in(self, name: str, a: np.ndarray) -> tuple[str, TensorInfo]:
         sym = f"g_{name}"
@@ -146,6 +153,13 @@ class _Gen:
             size = nbytes // 4
             out.append(f"static PI_L1 {ctype} {name}[{size}] __attribute__((aligned(16)));")
         out.append("")
+        out.append(mmplan.prototypes(self.tiles_mm))
+        # the run and unit tables stay in L1 (read at every run) when they fit the room left for them
+        table_bytes = sum(_table_bytes(d) for d in self.decls)
+        room = planmod.l1_budget(self.plat) + planmod.L1_RESERVE // 2 - self.l1_total() - 900   # DMA records
+        out.append(f"#define ODL_TABLE {'PI_L1_DATA' if table_bytes <= room else ''}")
+        out += [f"void {name}(void *, const void *, const void *, uint32_t, uint32_t);" for name in self.asm_more]
+        out += self.decls
         out += self.funcs
         out.append("static void odl_cluster(void *arg) {\n  (void)arg;\n  odl_dma_t din = {.n = 0}, dout = {.n = 0}, dpre = {.n = 0}, dout1 = {.n = 0};\n"
                    "  (void)din; (void)dout; (void)dpre; (void)dout1;\n  uint32_t t0 = pulp_mcycle();")
@@ -158,6 +172,18 @@ class _Gen:
                    + "\n".join(table) + "\n};\n#endif")
         out.append(self.main())
         return "\n".join(out)
+
+
+def _table_bytes(decl: str) -> int:
+    """Bytes of the ODL_TABLE arrays of one declaration (run tables: 16 bytes an entry)."""
+    n = 0
+    for m in re.finditer(r"static (?:const )?(\w+)(?: const)? (\w+)\[\] ODL_TABLE = \{(.*?)\};", decl, re.S):
+        ctype, body = m.group(1), m.group(3)
+        if ctype == "odl_run_t":
+            n += 16 * body.count("{")
+        else:
+            n += (4 if ctype == "odl_mm_fn" else 2) * (body.count(",") + 1)
+    return n
 
 
 MAIN_HEAD = r"""
@@ -382,10 +408,16 @@ def gen_pw_fw(g: _Gen, ins: dict):
     store = s.placement != "frozen"  # frozen layers keep no activations for a backward pass
     if store:
         xs_sym, xs = g.tensor_out("xs", (s.h * s.w, s.k_in))
+    if s.kind == "conv" and gemm.gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y,
+                                             (xs_sym, xs, s.k_in) if store else None):
+        return
     if s.kind == "conv":
         im = dict(w_out=s.w_out, h_in=s.h, w_in=s.w, cin=s.cin, k=s.k, stride=s.stride, pad_top=s.pad[2], pad_left=s.pad[0])
         _matmul_fw_ig(g, x_sym, x, (w_sym, w), s.h_out * s.w_out, s.cout, s.k * s.k * s.cin, y_sym, y, b_sym,
                       "im2col", "rows", im)
+    elif gemm.gen_mm_fw_ig(g, x_sym, x, w_sym, w, s.h * s.w, s.cout, s.cin, y_sym, y, b_sym, "rows",
+                           keep=(xs_sym, xs, s.k_in) if store else None):
+        return
     else:
         _matmul_fw_ig(g, x_sym, x, (w_sym, w), s.h * s.w, s.cout, x.pitch, y_sym, y, b_sym, "rows", "rows")
     g.body.append("  odl_dma_wait(&dout);")
@@ -408,6 +440,8 @@ def gen_pw_ig(g: _Gen, ins: dict):
     w_sym, w = g.tensor_in("w", ins["w"].reshape(s.cout, -1))
     dx_sym, dx = g.tensor_out("dx", (s.h * s.w, s.k_in))
     # dX[p][ci] = sum_co dY[p][co] W[co][ci]: A = dY rows, B = W^T (columns ci of the first k_out rows of W)
+    if gemm.gen_mm_fw_ig(g, dy_sym, dy, w_sym, w, s.h * s.w, s.k_in, s.k_out, dx_sym, dx, None, "cols"):
+        return
     _matmul_fw_ig(g, dy_sym, dy, (w_sym, w), s.h * s.w, s.k_in, s.k_out, dx_sym, dx, None, "rows", "cols")
 
 
@@ -423,6 +457,8 @@ def gen_wg(g: _Gen, ins: dict):
     db_sym = g.tensor_out("db", (s.k_out,))[0] if s.bias else None
     conv = s.kind == "conv"
     w_out = s.w_out
+    if not conv and gemm.gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix, s.k_out, s.k_in, dw_sym, dwt, db_sym):
+        return
 
     def xs_rows_bytes(tk):  # stored-activation rows needed by tk output pixels (whole output rows for conv)
         if not conv:
@@ -513,8 +549,11 @@ def gen_wg(g: _Gen, ins: dict):
 
 
 def gen_linear(g: _Gen, ins: dict):
-    """Linear layer, one sample: matrix-vector products, tiled over weight rows (fw, wg) or columns (ig)."""
+    """Linear layer, one sample: matrix-vector products, tiled over weight rows (fw, wg) or columns (ig).
+    A batch of samples is one matrix product, the samples as its rows (the pointwise steps)."""
     s = g.spec
+    if s.w > 1:
+        return {"fw": gen_pw_fw, "ig": gen_pw_ig, "wg": gen_wg}[s.step](g, ins)
     if s.step == "fw":
         x_sym, x = g.tensor_in("x", ins["x"].reshape(1, s.cin))
         w_sym, w = g.tensor_in("w", ins["w"])
@@ -591,6 +630,10 @@ def gen_dw(g: _Gen, ins: dict):
     s = g.spec
     geo = f"{s.h}, {s.w}, {s.h_out}, {s.w_out}, {s.k}, {s.stride}, {s.pad[2]}, {s.pad[0]}"
     hw, ohw, kk = s.h * s.w, s.h_out * s.w_out, s.k * s.k
+    # 3x3 with padding 1 at stride 1 or 2: the register-blocked kernels of dwblock.py
+    fast3 = s.k == 3 and s.pad == (1, 1, 1, 1) and s.stride in (1, 2)
+    if fast3 and dwtiles.supported(s) and dwtiles.gen(g, ins):
+        return
     if s.step == "fw":
         x_sym, x = g.tensor_in("x", ins["x"].reshape(hw, s.cin))
         w_sym, w = g.tensor_in("w", ins["w"].reshape(kk, s.cin))
@@ -906,5 +949,6 @@ def generate(spec: KernelSpec, plat: Platform, ins: dict) -> Program:
         raise _l2_does_not_fit(spec, plat, l2_bytes)
     if g.l1_total() > planmod.l1_budget(plat):
         raise UserError(f"{spec.name}: needs {g.l1_total()} bytes of L1, {planmod.l1_budget(plat)} available on {plat.name}")
-    return Program(spec=spec, c=g.render(), asm=asm_kernels(), inputs=g.l2_in,
+    asm_text = "\n".join([asm_kernels(), packers(), mmplan.kernels_asm(g.tiles_mm)] + ["\n".join(a) for a in g.asm_more.values()])
+    return Program(spec=spec, c=g.render(), asm=asm_text, inputs=g.l2_in,
                    outputs={sym: v for sym, v in g.l2_out.items()}, l1_bytes=g.l1_total(), tiles=g.tiles)

@@ -9,6 +9,7 @@ two channels fill one 32-bit word; the pad element is zero):
     dY  [H'][W'][cp(k_out)]           output gradient, first k_out channels (wg, ig)
     dX  [H][W][cp(k_in)]              input gradient, first k_in channels (ig)
     pw/linear weights  W [C_out][cp(C_in)]
+    a linear layer's batch of N samples (--hw 1xN) is X [1][N][cp(C_in)]: the samples are its rows
     conv weights       W [C_out][cp(k*k*C_in)], inner index (kh*k + kw)*C_in + ci
     dw weights         W [k][k][cp(C)]
     dW                 the same layout restricted to the kept block (C_in replaced by k_in, C_out by k_out)
@@ -167,8 +168,9 @@ def make(kind: str, cin: int, cout: int, h: int, w: int, step: str, k: int | Non
         if pad not in (None, 0, (0, 0, 0, 0)):
             raise UserError(f"a {kind} layer has no padding; drop --pad")
         pad = (0, 0, 0, 0)
-        if kind == "linear" and (h, w) != (1, 1):
-            raise UserError(f"a linear layer works on one vector: use --hw 1 (got {h}x{w})")
+        if kind == "linear" and h != 1:
+            raise UserError(f"a linear layer works on one vector (--hw 1) or a batch of N samples (--hw 1xN), "
+                            f"got {h}x{w}")
     else:
         k = 3 if k is None else k
         if not isinstance(k, int) or k < 1:

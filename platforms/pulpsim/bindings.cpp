@@ -22,6 +22,7 @@ static const char* status_name(Status s) {
     case Status::CycleLimit: return "cycle_limit";
     case Status::Deadlock: return "deadlock";
     case Status::Interrupted: return "interrupted";
+    case Status::Rerun: return "rerun";
   }
   return "?";
 }
@@ -201,6 +202,7 @@ PYBIND11_MODULE(_pulpsim, m) {
         return py::bytes(reinterpret_cast<const char*>(&m[off]), n);
       })
       .def("set_text", &Machine::set_text)
+      .def_readwrite("ahead_refills", &Machine::ahead_refills)
       // Record a timeline of the next run: spans that overlap [from, to), at most max_samples counter
       // samples per core and max_spans spans; `functions` lists (entry address, index >= 1) of the
       // functions whose calls become spans.

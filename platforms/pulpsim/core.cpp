@@ -464,6 +464,7 @@ const Insn* Core::fetch(uint32_t addr, Insn& tmp) {
   }
   isa_decode(w, *d, m->fp_separate);
   if (!m->ext_on[op_info[d->op].ext_switch]) d->op = OP_ILLEGAL;  // an extension the platform lacks
+  d->priv = d->op == OP_ILLEGAL ? (uint8_t)TP_NEVER : timing_private[op_info[d->op].timing];
   return d;
 }
 
@@ -487,33 +488,48 @@ bool Core::hwloop_step(uint32_t at) {
 
 static const uint64_t RUN_AHEAD = 64;
 
+// Whether the refills the instruction at `pc` needs touch only this core's state: the FC's icache is
+// its own, a disabled cluster icache costs a fixed time, and a hit in the core's L0 goes no further.
+inline bool Core::refill_private(uint32_t at) const {
+  if (is_fc || !m->cl_icache_enabled) return true;
+  uint32_t line = at >> line_shift;
+  if (line != fetch_line && !icache.holds(line)) return false;
+  return (at & line_mask) != line_mask - 1 || icache.holds(line + 1);
+}
+
 inline bool Core::is_private(const Insn* d) const {
-  switch (timing_private[op_info[d->op].timing]) {
-    case TP_ALWAYS: return d->op != OP_ILLEGAL;
-    case TP_OWN_FPU: return fpu_busy == nullptr;
-    default: return false;
-  }
+  return d->priv == TP_ALWAYS || (d->priv == TP_OWN_FPU && fpu_busy == nullptr);
 }
 
 template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
+  const uint32_t text_lo = m->text_lo, text_span = m->text_hi - m->text_lo;
+  const Insn* const dc = m->dcache.data();
   while (true) {
     if (cycle >= stop) {
       if (cycle >= limit) return Status::CycleLimit;
       if (m->poll_host(cycle)) return m->status;
       stop = std::min(limit, m->poll_at);
     }
-    const Insn* d = fetch(pc, tmp_insn);
+    // the decode cache first (its slots are filled by fetch, emptied by stores into the text)
+    const Insn* d;
+    uint32_t o = pc - text_lo;
+    if (o < text_span && dc[o >> 1].op != OP_UNDECODED)
+      d = &dc[o >> 1];
+    else
+      d = fetch(pc, tmp_insn);
     if (cycle > m->run_bound) {
       // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
       // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
       // another core, so running them early changes no cycle count and keeps the order of every
       // shared interaction. It saves a trip through the scheduler per instruction.
-      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d) || (pc >> line_shift) != fetch_line ||
-          (pc & line_mask) == line_mask - 1)
-        break;
+      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d)) break;
+      if ((pc >> line_shift) != fetch_line || (pc & line_mask) == line_mask - 1) {
+        if (!m->ahead_refills || !refill_private(pc)) break;
+        if (cycle > m->ahead_refill_t) m->ahead_refill_t = cycle;
+      }
     }
     if (!d) return m->status;
     if (TIMELINE) {   // before the instruction: its issue cycle, the counters up to it

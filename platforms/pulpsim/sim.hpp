@@ -48,7 +48,7 @@ enum Ev : int {
   NEV
 };
 
-enum class Status { Running, Exited, Fault, CycleLimit, Deadlock, Interrupted };
+enum class Status { Running, Exited, Fault, CycleLimit, Deadlock, Interrupted, Rerun };
 
 // The platform's numbers (harness.platform.Platform.sim_config). Every read is recorded, so the
 // machine can refuse a key it was given but does not model: a platform number is never ignored.
@@ -106,6 +106,12 @@ struct ICache {  // set-associative instruction cache with round-robin replaceme
     return miss_lat;
   }
   void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
+  bool holds(uint32_t lineno) const {  // a hit, without touching anything
+    uint32_t s = lineno % sets;
+    for (uint32_t w = 0; w < ways; w++)
+      if (tags[s * ways + w] == lineno) return true;
+    return false;
+  }
   bool lookup(uint32_t lineno) {  // true on hit; a miss fills the line
     uint32_t s = lineno % sets;
     for (uint32_t w = 0; w < ways; w++)
@@ -270,6 +276,7 @@ class Core {
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
+  bool refill_private(uint32_t pc) const;
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
   enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
@@ -455,6 +462,12 @@ class Machine {
   std::vector<Timed> timed;  // a min-heap on (time, seq)
   uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
+  // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
+  // disabled cluster icache, the FC's icache): exact unless an icache control write (enable, flush) lands
+  // at or before the latest such refill; the run then stops with Status::Rerun and is run again without.
+  bool ahead_refills = true;
+  uint64_t ahead_refill_t = 0;   // the latest cycle of a refill run ahead of its turn
+  void icache_write(const Core& c);
   uint64_t timed_seq = 0;
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
   void process_timed(uint64_t upto);

@@ -29,6 +29,7 @@ void odl_packk2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes
 void odl_pack4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 static const float odl_zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
+
 static inline uint32_t odl_f32_bits(float f) {
   uint32_t u;
   __builtin_memcpy(&u, &f, 4);
@@ -52,6 +53,184 @@ static inline void odl_chunk(int n, int *lo, int *hi) {
   int q = n / nc, r = n % nc;
   *lo = id * q + (id < r ? id : r);
   *hi = *lo + q + (id < r ? 1 : 0);
+}
+
+/* ---------------------------------------------------------------- register-blocked matrix products
+ * The generated micro-kernels (harness/kernels/mmblock.py) each run one A block against `nblocks`
+ * consecutive B blocks; a product tile is a table of such runs, planned at generation time
+ * (harness/kernels/mmplan.py) so that every core gets an equal share: core c runs
+ * runs[first[c]] .. runs[first[c + 1] - 1]. Offsets are bytes from the tile's operands. */
+typedef void (*odl_mm_fn)(const void *a, const void *b, void *c, uint32_t nblocks, const void *bias);
+typedef struct {
+  uint16_t fn, nb;
+  int32_t a, b, c, bias;
+} odl_run_t;
+
+/* The same with the runs of core `id` (each core may read its own copy of B). */
+static inline void odl_mm_runs_b(odl_mm_fn const *fn, const odl_run_t *runs, const uint16_t *first, const void *a,
+                                 const void *b, void *c, const void *bias, int id) {
+  for (int r = first[id], e = first[id + 1]; r < e; r++) {
+    const odl_run_t *R = runs + r;
+    fn[R->fn]((const char *)a + R->a, (const char *)b + R->b, (char *)c + R->c, R->nb, (const char *)bias + R->bias);
+  }
+}
+
+static inline void odl_mm_runs(odl_mm_fn const *fn, const odl_run_t *runs, const uint16_t *first, const void *a,
+                               const void *b, void *c, const void *bias) {
+  odl_mm_runs_b(fn, runs, first, a, b, c, bias, pi_core_id());
+}
+
+/* Generated packers: s rows of a row-major matrix into one panel; one or two columns of a K-major
+ * matrix into rows of K-pairs (see harness/kernels/mmblock.py). */
+void odl_packr2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
+void odl_packr3(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
+void odl_packr4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
+void odl_packr5(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
+void odl_packc2(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
+void odl_packc1(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t dstep);
+
+/* Panels of a row-major FP16 source (rows `pitch` halves apart, k2 words used): panel p holds rows
+ * tab[3p] .. tab[3p] + tab[3p + 1] - 1 and starts tab[3p + 2] words into dst. Rows at or past `valid`
+ * are zero. Panels are dealt round-robin to the cores. */
+static inline void odl_panels(uint32_t *dst, const f16 *src, const uint16_t *tab, int np, int valid, int k2, int pitch) {
+  int nc = pi_cl_team_nb_cores();
+  for (int p = pi_core_id(); p < np; p += nc) {
+    int r0 = tab[3 * p], h = tab[3 * p + 1];
+    uint32_t *d = dst + tab[3 * p + 2];
+    const f16 *s = src + r0 * pitch;
+    uint32_t pb = (uint32_t)pitch * 2;
+    if (r0 + h <= valid) {
+      if (h == 4) odl_packr4(d, s, (uint32_t)k2, pb);
+      else if (h == 5) odl_packr5(d, s, (uint32_t)k2, pb);
+      else if (h == 2) odl_packr2(d, s, (uint32_t)k2, pb);
+      else if (h == 3) odl_packr3(d, s, (uint32_t)k2, pb);
+      else for (int kk = 0; kk < k2; kk++) d[kk] = ((const uint32_t *)s)[kk];
+      continue;
+    }
+    for (int i = 0; i < h; i++) {
+      const uint32_t *sr = (const uint32_t *)(s + i * pitch);
+      for (int kk = 0; kk < k2; kk++) d[kk * h + i] = r0 + i < valid ? sr[kk] : 0;
+    }
+  }
+}
+
+/* Rows of K-pairs from columns of a K-major FP16 source S[kdim][cols] (element (k, r) at src[k * pitch + r]),
+ * by units: unit u = tab[4u..4u+3] = (first column, columns 1 or 2, word offset of its first row in dst,
+ * words between the row's K-pairs): two rows of a panel (step = the panel's rows, the second row one word
+ * on) or of a transposed matrix (step 1, the second row tab[4 nu] words on). An odd kdim pairs its last
+ * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
+ * with core `c0`, so that two calls in a row together keep the cores even. */
+static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                               int c0) {
+  int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
+  int u = pi_core_id() - c0;
+  if (u < 0) u += nc;
+  for (; u < nu; u += nc) {
+    const uint16_t *e = tab + 4 * u;
+    int r = e[0], two = e[1] == 2, step = e[3];
+    uint32_t *d = dst + e[2], *d1 = step == 1 ? d + gap : d + 1;
+    if (two && r + 1 < valid) {
+      if (kp) odl_packc2(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, (uint32_t)step * 4);
+      if (kdim & 1) {
+        uint32_t w = *(const uint32_t *)(src + (kdim - 1) * pitch + r);
+        d[kp * step] = w & 0xffffu;
+        d1[kp * step] = w >> 16;
+      }
+      continue;
+    }
+    for (int q = 0; q <= two; q++) {
+      uint32_t *dq = q ? d1 : d;
+      if (r + q < valid) {
+        if (kp) odl_packc1(dq, src + r + q, (uint32_t)kp, (uint32_t)pitch * 2, (uint32_t)step * 4);
+        if (kdim & 1) dq[kp * step] = src[(kdim - 1) * pitch + r + q];
+      } else {
+        for (int kk = 0; kk < k2; kk++) dq[kk * step] = 0;
+      }
+    }
+  }
+}
+
+/* The transpose of a K-major FP16 source S[kdim][cols] as rows of K-pairs: row r (dpitch bytes apart)
+ * holds column r of S; an odd kdim pairs the last element with zero. Column pairs dealt round-robin. */
+static inline void odl_rows_t(uint32_t *dst, int dpitch, const f16 *src, int cols, int kdim, int pitch) {
+  int nc = pi_cl_team_nb_cores(), kp = kdim / 2;
+  for (int r = 2 * pi_core_id(); r < cols; r += 2 * nc) {
+    uint32_t *d0 = (uint32_t *)((char *)dst + r * dpitch);
+    if (r + 1 < cols) {
+      uint32_t *d1 = (uint32_t *)((char *)d0 + dpitch);
+      if (kp) odl_packc2(d0, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, 4);
+      if (kdim & 1) {
+        uint32_t w = *(const uint32_t *)(src + (kdim - 1) * pitch + r);
+        d0[kp] = w & 0xffffu;
+        d1[kp] = w >> 16;
+      }
+    } else {
+      if (kp) odl_packc1(d0, src + r, (uint32_t)kp, (uint32_t)pitch * 2, 4);
+      if (kdim & 1) d0[kp] = src[(kdim - 1) * pitch + r];
+    }
+  }
+}
+
+/* A convolution's weights W[co][(kh k + kw) cin + ci] (rows wpitch halves apart) into rows of k segments
+ * of sh halves (sh even): in segment kh, tap kw's cin channels at kw * pp (pp: halves a pixel in the
+ * input tiles), zeros elsewhere. */
+static inline void odl_conv_weights(f16 *dst, const f16 *src, int cout, int k, int cin, int wpitch, int pp, int sh, int nc) {
+  for (int co = pi_core_id(); co < cout; co += nc) {
+    f16 *d = dst + co * k * sh;
+    const f16 *sr = src + co * wpitch;
+    for (int i = 0; i < k * sh; i++) d[i] = 0;
+    for (int kh = 0; kh < k; kh++)
+      for (int kw = 0; kw < k; kw++)
+        for (int c = 0; c < cin; c++) d[kh * sh + kw * pp + c] = sr[(kh * k + kw) * cin + c];
+  }
+}
+
+/* An input tile with pixels of cin halves (dense) from rows of w pixels of `sp` halves each (as the DMA
+ * left them): nin rows of rh halves, the image rows at [lo, hi) from pixel pl on, zeros elsewhere. */
+static inline void odl_conv_dense(f16 *dst, const f16 *src, int nin, int rh, int w, int cin, int sp, int pl, int lo,
+                                  int hi, int nc) {
+  for (int r = pi_core_id(); r < nin; r += nc) {
+    f16 *d = dst + r * rh;
+    if (r < lo || r >= hi) {
+      for (int i = 0; i < rh; i++) d[i] = 0;
+      continue;
+    }
+    const f16 *sr = src + (r - lo) * w * sp;
+    int i = 0;
+    for (; i < pl * cin; i++) d[i] = 0;
+    for (int px = 0; px < w; px++, sr += sp)
+      for (int c = 0; c < cin; c++) d[i++] = sr[c];
+    for (; i < rh; i++) d[i] = 0;
+  }
+}
+
+/* The padding of an input tile of nin rows of rw words: rows before lo and from hi on are zero, and in the
+ * rows between, the first lw and the last rw2 words (what the DMA brought of the neighbouring rows). */
+static inline void odl_conv_pad(uint32_t *buf, int nin, int rw, int lw, int rw2, int lo, int hi, int nc) {
+  for (int r = pi_core_id(); r < nin; r += nc) {
+    uint32_t *row = buf + r * rw;
+    if (r < lo || r >= hi) {
+      for (int i = 0; i < rw; i++) row[i] = 0;
+      continue;
+    }
+    for (int i = 0; i < lw; i++) row[i] = 0;
+    for (int i = rw - rw2; i < rw; i++) row[i] = 0;
+  }
+}
+
+/* acc[r] += sum of the K-pairs of row r (rows `pitch` bytes apart, k2 words): bias gradients from the
+ * transposed output gradient, FP32 (vfdotpex with {1, 1}). */
+static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, int n, int k2) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *w = (const uint32_t *)((const char *)rows + r * pitch);
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++) s = pulp_vfdotpex_s_h(s, w[kk], 0x3c003c00u);
+    float f;
+    __builtin_memcpy(&f, &s, 4);
+    acc[r] += f;
+  }
 }
 
 /* Pack rows of a row-major FP16 matrix (rows contiguous in K, `pitch` halves apart, K even) into
@@ -205,11 +384,30 @@ static inline void odl_dma_2d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t
     rows -= r;
   }
 }
+/* `rows` rows of `row_bytes` in L1 (contiguous), `stride` bytes apart on the external side, with
+ * row_bytes > stride allowed: rows overlap outside (L1 rows padded to spread them over the banks). */
+static inline void odl_dma_2d_long(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t row_bytes, uint32_t rows,
+                                   uint32_t stride, pi_cl_dma_dir_e dir) {
+  uint32_t per = 32768 / row_bytes;
+  if (per == 0) per = 1;
+  while (rows) {
+    uint32_t r = rows > per ? per : rows;
+    pulp_cl_dma_push_2d(ext, loc, r * row_bytes, stride, row_bytes, dir, &d->cmd[d->n++]);
+    ext += r * stride;
+    loc += r * row_bytes;
+    rows -= r;
+  }
+}
 static inline void odl_dma_wait(odl_dma_t *d) {
   uint32_t t0 = pulp_mcycle();
   for (int i = 0; i < d->n; i++) pi_cl_dma_cmd_wait(&d->cmd[i]);
   d->n = 0;
   odl_t_dma += pulp_mcycle() - t0;
+}
+/* The same from inside forked compute (its time is the fork's). */
+static inline void odl_dma_wait_quiet(odl_dma_t *d) {
+  for (int i = 0; i < d->n; i++) pi_cl_dma_cmd_wait(&d->cmd[i]);
+  d->n = 0;
 }
 static inline void odl_fork(void (*fn)(void *), void *arg) {
   uint32_t t0 = pulp_mcycle();
@@ -419,6 +617,36 @@ static inline void odl_matvec_ksplit(f16 *y, const f16 *w, int wpitch, const f16
     for (int c = 0; c < nc; c++) v += part[c * rows + r];
     y[r] = odl_f2h(v);
   }
+}
+
+/* ---------------------------------------------------------------- depthwise 3x3, padding 1: the generated
+ * routines of harness/kernels/dwblock.py run one item (channel pair, band of rows) each. */
+
+typedef void (*odl_dw_fn)(void *y, const void *x, const void *w, uint32_t bias, uint32_t nrows);
+
+/* Run a generated depthwise routine over the items of a tile: (channel pair, band of nb bands of rows),
+ * y (ho rows of wo pixels), xpad (the input map of wd pixels a row between two zero rows), p2 words a
+ * pixel, c2 channel pairs, nc cores. Every size is a constant of the call, so no division is left. */
+static inline void odl_dw3_items(odl_dw_fn fn, uint32_t *y, const uint32_t *xpad, const uint32_t *w, const uint32_t *b,
+                                 int c2, int ho, int wo, int wd, int s, int p2, int nb, int nc) {
+  for (int it = pi_core_id(); it < c2 * nb; it += nc) {
+    int c = it % c2, band = it / c2;
+    int r0 = band * ho / nb, r1 = (band + 1) * ho / nb;
+    if (r1 > r0) fn(y + r0 * wo * p2 + c, xpad + r0 * s * wd * p2 + c, w + c, b ? b[c] : 0u, (uint32_t)(r1 - r0));
+  }
+}
+
+/* The weight gradient: one item a channel pair, over the whole map (dw: the tile's 9 taps, xpad: the
+ * stored activations between their zero rows, dy, db: the bias gradient or 0). */
+static inline void odl_dw3_wg_items(odl_dw_fn fn, uint32_t *dw, const uint32_t *xpad, const uint32_t *dy, uint32_t *db,
+                                    int c2, int nc) {
+  typedef void (*wg_fn)(uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
+  for (int c = pi_core_id(); c < c2; c += nc) ((wg_fn)fn)(dw + c, xpad + c, dy + c, db ? db + c : db, 0);
+}
+
+/* Zero n words, split across the nc cores. */
+static inline void odl_zero_words(uint32_t *p, int n, int nc) {
+  for (int i = pi_core_id(); i < n; i += nc) p[i] = 0;
 }
 
 /* ---------------------------------------------------------------- depthwise (channel pairs in SIMD lanes) */

@@ -1,0 +1,286 @@
+"""Depthwise 3x3 (padding 1) micro-kernels, generated as assembly from the ISA table.
+
+Each routine runs one work item: one channel pair (the two FP16 lanes of a word) over a band of rows
+of a channels-last tile (`pix` bytes from one pixel to the next). The input tile lies in L1 with a zero
+row above and below it, so rows outside the map need no test; the left padding is a zero column of
+the window registers and the right padding the missing column of the last output, both fixed at
+generation time, since every shape is a constant of the generated program. Rows and outputs run in
+hardware loops. FP16 accumulation of the taps in tap order (vfmac.h), as the other depthwise kernels.
+
+  forward (and, with the taps reversed, the stride-1 input gradient): the window slides along the row,
+    3 new words an output at stride 1 (14 instructions for 18 MACs), 6 at stride 2 (17 instructions)
+  input gradient at stride 2: each output-gradient word reaches a 3x3 block of the input gradient;
+    the four parities of (row, column) take 1, 2, 2 and 4 taps: 15 instructions for 18 MACs
+  weight gradient: one pass per row of taps, three FP16 partial sums of at most 8 terms folded into
+    six FP32 accumulators (vfdotpex with {1, 0} and {0, 1}); the bias gradient rides along the first
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.isa import asm
+from harness.kernels.mmblock import SAVED, _add
+
+ONE_LO, ONE_HI = 0x3c00, 0x3c000000
+
+
+def _func(name: str, pro: list, body: list) -> list:
+    frame = 4 * len(SAVED)
+    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+           "    .balign 4", f"{name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
+    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += ["    " + x for x in pro + body]
+    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
+    return out
+
+
+def _loop(level: int, count_reg: str, body: list) -> list:
+    """A hardware loop over `body` (count in a register, at least 1)."""
+    return [asm.line("lp_setup", hwl_l=level, hwl_rs1=count_reg, hwl_uimm12=2 * len(body))] + body
+
+
+def _li(reg: str, v: int) -> list:
+    if -2048 <= v <= 2047:
+        return [f"li {reg}, {v}"]
+    hi = (v + 0x800) >> 12
+    return [f"lui {reg}, {hi & 0xfffff}", f"addi {reg}, {reg}, {v - (hi << 12)}"]
+
+
+def _vfmac(acc, a, b):
+    return asm.line("vfmac_h", rd_acc=acc, rs1=a, rs2=b)
+
+
+def _ld(rd, ptr, step_reg):
+    return asm.line("p_lw_postinc_reg", rd=rd, rs1=ptr, rs2=step_reg)
+
+
+@dataclass(frozen=True)
+class DwFw:
+    """Forward rows of a 3x3, padding-1 depthwise layer (flip: the stride-1 input gradient)."""
+    wd: int       # input pixels a row
+    wo: int       # output pixels a row
+    stride: int
+    pix: int      # bytes from one pixel to the next (input and output tiles alike)
+    wstep: int    # bytes from one tap's weights to the next
+    flip: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"odl_dw3f_w{self.wd}o{self.wo}s{self.stride}p{self.pix}t{self.wstep}{'_f' if self.flip else ''}"
+
+    def asm(self) -> list:
+        """name(y, x, w, bias, nrows): y at the band's first output row, x at the input row above it (in the
+        tile with its zero rows), w at tap 0; nrows output rows."""
+        s, wd, wo, P = self.stride, self.wd, self.wo, self.pix
+        W = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]   # taps
+        G = [["t0", "t1", "t2"], ["t3", "t4", "t5"], ["t6", "a5", "a6"]]   # window columns (rows a, b, c)
+        acc, bias, py, xrow, pp, rowb = "a7", "a3", "a0", "a1", "s9", "s10"
+        pa, pb, pc = "s11", "ra", "gp"
+        cnt = "tp"
+        pro = []
+        order = list(range(9))[::-1] if self.flip else list(range(9))
+        for t, src in enumerate(order):
+            pro.append(f"lw {W[t]}, {src * self.wstep}(a2)" if src * self.wstep <= 2047 else None)
+        if any(x is None for x in pro):
+            raise ValueError("weights too far apart")
+        pro += _li(pp, P) + _li(rowb, wd * P)
+
+        def out(left, mid, right):
+            """One output from window columns (each a [row a, row b, row c] register list or None for zero)."""
+            seq = [f"mv {acc}, {bias}"]
+            for r in range(3):
+                for kw, col in enumerate((left, mid, right)):
+                    if col is not None:
+                        seq.append(_vfmac(acc, col[r], W[3 * r + kw]))
+            seq.append(asm.line("p_sw_postinc_reg", rs2=acc, rs1=py, rs3_s=pp))
+            return seq
+
+        def load(col):
+            return [_ld(col[0], pa, pp), _ld(col[1], pb, pp), _ld(col[2], pc, pp)]
+
+        row = [f"mv {pa}, {xrow}", f"add {pb}, {xrow}, {rowb}", f"add {pc}, {pb}, {rowb}"]
+        if s == 1:
+            # output ow reads columns ow-1, ow, ow+1 (column wd is the right padding); the first output's
+            # left column is the zero padding, then the three window columns rotate through G
+            row += load(G[1])
+            n_loaded = min(wo, wd - 1)   # outputs whose right column is in the map
+            left, mid = None, G[1]
+            if n_loaded:
+                row += load(G[2]) + out(None, G[1], G[2])
+                left, mid = G[1], G[2]
+            groups, rest = divmod(max(0, n_loaded - 1), 3)
+            if groups:
+                a, b = left, mid
+                c = [g for g in G if g is not a and g is not b][0]
+                loop = load(c) + out(a, b, c) + load(a) + out(b, c, a) + load(b) + out(c, a, b)
+                row += _li(cnt, groups) + _loop(0, cnt, loop)
+            for _ in range(rest):
+                third = [g for g in G if g is not left and g is not mid][0]
+                row += load(third) + out(left, mid, third)
+                left, mid = mid, third
+            if n_loaded < wo:   # the last output: its right column is the padding
+                row += out(left, mid, None)
+        else:
+            # output ow reads columns 2ow-1, 2ow, 2ow+1; the right one is the next output's left one
+            full = min(wo, wd // 2)   # outputs whose right column 2ow+1 is in the map
+            L, M, R = G
+            row += load(M) + load(R) + out(None, M, R) if full else []
+            k = 1 if full else 0
+            pairs, rest = divmod(full - k, 2)
+            left = R
+            if pairs:
+                loop = load(M) + load(L) + out(R, M, L) + load(M) + load(R) + out(L, M, R)
+                row += _li(cnt, pairs) + _loop(0, cnt, loop)
+            for _ in range(rest):
+                nxt = L if left is R else R
+                row += load(M) + load(nxt) + out(left, M, nxt)
+                left = nxt
+            if full < wo:   # the last output: column 2ow+1 is past the map
+                if full == 0:
+                    row += load(M) + out(None, M, None)
+                else:
+                    row += load(M) + out(left, M, None)
+        row += _add(xrow, xrow, s * wd * P, acc)
+        body = _loop(1, "a4", row)
+        return _func(self.name, pro, body)
+
+
+def _vfmul(rd, a, b):
+    return asm.line("vfmul_h", rd=rd, rs1=a, rs2=b)
+
+
+@dataclass(frozen=True)
+class DwIg2:
+    """Input gradient of a 3x3, padding-1, stride-2 depthwise layer whose input is twice its output."""
+    wo: int       # output-gradient pixels a row (the input gradient has 2 wo)
+    pix: int      # bytes from one pixel to the next
+    wstep: int    # bytes from one tap's weights to the next
+
+    @property
+    def name(self) -> str:
+        return f"odl_dw3g_o{self.wo}p{self.pix}t{self.wstep}"
+
+    def asm(self) -> list:
+        """name(dx, dy, w, 0, nrows): dx at input-gradient row 2 j0, dy at the row above output-gradient row
+        j0 (in its tile with zero rows), nrows rows of dY (each gives two rows of dX)."""
+        wo, P = self.wo, self.pix
+        W = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]
+        e00, e01, e10, e11 = "a5", "a6", "a7", "t6"
+        p0, p1, q0, q1, pp, rowb = "s9", "s10", "s11", "ra", "gp", "tp"
+        pro = [f"lw {W[t]}, {t * self.wstep}(a2)" for t in range(9)]
+        pro += _li(pp, P) + _li(rowb, 2 * wo * P)       # a row of dX
+        pro += _add(p0, "a1", wo * P, "t0") + _add(p1, p0, wo * P, "t0") + [f"mv {q0}, a0"] + _add(q1, "a0", 2 * wo * P, "t0")
+
+        def st(q, r):
+            return asm.line("p_sw_postinc_reg", rs2=r, rs1=q, rs3_s=pp)
+
+        def step(A, B, C, D, last):
+            seq = [] if last else [_ld(B, p0, pp), _ld(D, p1, pp)]
+            seq += [_vfmul(e00, A, W[4]), _vfmul(e10, A, W[7]), _vfmul(e11, A, W[8]), _vfmul(e01, A, W[5])]
+            seq += [_vfmac(e10, C, W[1]), _vfmac(e11, C, W[2])]
+            if not last:
+                seq += [_vfmac(e01, B, W[3]), _vfmac(e11, B, W[6]), _vfmac(e11, D, W[0])]
+            seq += [st(q0, e00), st(q0, e01), st(q1, e10), st(q1, e11)]
+            return seq
+        A, B, C, D = "t0", "t1", "t2", "t3"
+        row = [_ld(A, p0, pp), _ld(C, p1, pp)]
+        n = wo - 1   # steps with a right neighbour
+        pairs, rest = divmod(n, 2)
+        if pairs:
+            loop = step(A, B, C, D, False) + step(B, A, D, C, False)
+            row += _li("t4", pairs) + _loop(0, "t4", loop)
+        if rest:
+            row += step(A, B, C, D, False)
+            A, B, C, D = B, A, D, C
+        row += step(A, B, C, D, True)
+        # next dY row: p0 and p1 already there; dX: two rows on
+        row += [f"mv {q0}, {q1}", f"add {q1}, {q1}, {rowb}"]
+        return _func(self.name, pro, _loop(1, "a4", row))
+
+
+@dataclass(frozen=True)
+class DwWg:
+    """Weight (and bias) gradient of a 3x3, padding-1 depthwise layer: one channel pair over the whole map."""
+    h: int
+    wd: int
+    ho: int
+    wo: int
+    stride: int
+    pix: int      # bytes from one pixel to the next (dY and X tiles alike)
+    wstep: int    # bytes from one tap's gradient to the next
+    bias: bool
+
+    @property
+    def name(self) -> str:
+        return (f"odl_dw3w_h{self.h}w{self.wd}o{self.ho}x{self.wo}s{self.stride}p{self.pix}t{self.wstep}"
+                f"{'_b' if self.bias else ''}")
+
+    def asm(self) -> list:
+        """name(dw, x, dy, db, 0): dw at tap 0 of the pair, x at the zero row above the map, dy at row 0; db
+        the pair's bias-gradient word (unused without bias). One pass over the map per row of taps (the
+        bias gradient rides along the first); FP16 partial sums of at most 8 terms, folded into FP32
+        (vfdotpex with {1, 0} and {0, 1})."""
+        s, wd, wo, ho, P = self.stride, self.wd, self.wo, self.ho, self.pix
+        acc = ["t0", "t1", "t2"]
+        lo = ["t3", "t4", "t5"]
+        hi = ["t6", "a5", "a6"]
+        win = ["s0", "s1", "s2"]
+        dy, one_lo, one_hi, pp = "a7", "s3", "s4", "s5"
+        pdy, px = "s6", "s7"
+        bacc, blo, bhi = "s8", "s9", "s10"
+        cnt = "s11"
+        pro = _li(one_lo, ONE_LO) + _li(one_hi, ONE_HI) + _li(pp, P)
+        body = []
+
+        def fold(bias_too):
+            seq = []
+            for k in range(3):
+                seq += [asm.line("vfdotpex_s_h", rd_acc=lo[k], rs1=acc[k], rs2=one_lo),
+                        asm.line("vfdotpex_s_h", rd_acc=hi[k], rs1=acc[k], rs2=one_hi), f"li {acc[k]}, 0"]
+            if bias_too:
+                seq += [asm.line("vfdotpex_s_h", rd_acc=blo, rs1=bacc, rs2=one_lo),
+                        asm.line("vfdotpex_s_h", rd_acc=bhi, rs1=bacc, rs2=one_hi), f"li {bacc}, 0"]
+            return seq
+
+        for kh in range(3):
+            with_b = self.bias and kh == 0
+            body += [f"li {r}, 0" for r in acc + lo + hi] + ([f"li {r}, 0" for r in (bacc, blo, bhi)] if with_b else [])
+            body += [f"mv {pdy}, a2"] + _add(px, "a1", kh * wd * P, "ra")
+            row = []
+            # output ow reads x columns ow*s + kw - 1; the window holds them, kw = 0, 1, 2 (None: padding)
+            cols = {}
+            n_in = 0   # x columns loaded so far in this row
+            outs = []
+            for ow in range(wo):
+                need = [ow * s + kw - 1 for kw in range(3)]
+                seq = [_ld(dy, pdy, pp)]
+                regs = []
+                for c in need:
+                    if c < 0 or c >= wd:
+                        regs.append(None)
+                        continue
+                    if c not in cols:
+                        r = win[c % 3]
+                        seq.append(_ld(r, px, pp))
+                        cols[c] = r
+                        n_in += 1
+                    regs.append(cols[c])
+                for kw, r in enumerate(regs):
+                    if r is not None:
+                        seq.append(_vfmac(acc[kw], dy, r))
+                if with_b:
+                    seq.append(asm.line("vfadd_h", rd=bacc, rs1=bacc, rs2=dy))
+                if (ow + 1) % 8 == 0 or ow + 1 == wo:
+                    seq += fold(with_b)
+                outs.append(seq)
+            for seq in outs:
+                row += seq
+            # the x pointer went through n_in columns of its row: on to the row s rows below
+            row += _add(px, px, s * wd * P - n_in * P, "ra")
+            body += _li(cnt, ho) + _loop(0, cnt, row)
+            for kw in range(3):
+                body += [asm.line("vfcpka_h_s", rd=lo[kw], rs1=lo[kw], rs2=hi[kw]), f"sw {lo[kw]}, {(3 * kh + kw) * self.wstep}(a0)"]
+            if with_b:
+                body += [asm.line("vfcpka_h_s", rd=blo, rs1=blo, rs2=bhi), "sw " + blo + ", 0(a3)"]
+        return _func(self.name, pro, body)

@@ -1,0 +1,205 @@
+"""Depthwise 3x3 (padding 1) steps on the register-blocked micro-kernels of dwblock.py.
+
+Channel tiles stream through L1 double-buffered (the DMA gathers the tile's channels of every pixel
+while the cores work on the tile before); each input map sits between two zero rows (the padding
+above and below, zeroed by the cores at the start of the tile's fork). Work items are (channel pair,
+band of rows): cores working in step touch neighbouring words, in different TCDM banks, and maps with
+few channels still give every core rows to do."""
+from __future__ import annotations
+
+from harness.kernels import plan as planmod
+from harness.kernels.dwblock import DwFw, DwIg2, DwWg
+from harness.kernels.gemm import _addr, _budget, _timeline
+from harness.kernels.spec import cp
+from harness.kernels.tensors import info
+
+TILE_CYCLES = 1200   # a channel tile: its DMA commands, the fork, zeroing its padding rows, the barrier
+
+
+def supported(s) -> bool:
+    if s.step in ("fw", "wg"):
+        return True
+    return s.stride == 1 or (s.h == 2 * s.h_out and s.w == 2 * s.w_out)   # ig
+
+
+def gen(g, ins) -> bool:
+    s = g.spec
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    bpc = plat.dma["bytes_per_cycle"]
+    hw, ohw = s.h * s.w, s.h_out * s.w_out
+    store = False
+    # ins_: (name, symbol, tensor, pixels, padded row width or 0); outs_: (symbol, tensor, pixels)
+    w_sym = b_sym = None
+    if s.step == "fw":
+        x_sym, x = g.tensor_in("x", ins["x"].reshape(hw, s.cin))
+        w_sym, w = g.tensor_in("w", ins["w"].reshape(9, s.cin))
+        b_sym = g.tensor_in("b", ins["b"])[0] if s.bias else None
+        y_sym, y = g.tensor_out("y", (ohw, s.cin))
+        store = s.placement != "frozen"
+        if store:
+            xs_sym, xs = g.tensor_out("xs", (hw, s.k_in))
+        ins_ = [("x", x_sym, x, hw, s.w)]
+        outs_ = [(y_sym, y, ohw)]
+        channels = s.cin
+        per_out, out_px = (14 if s.stride == 1 else 17), ohw
+    elif s.step == "ig":
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(ohw, s.k_out))
+        w_sym, w = g.tensor_in("w", ins["w"].reshape(9, s.cin))
+        dx_sym, dx = g.tensor_out("dx", (hw, s.k_in))
+        ins_ = [("dy", dy_sym, dy, ohw, s.w_out)]
+        outs_ = [(dx_sym, dx, hw)]
+        channels = s.k_in
+        per_out, out_px = (14 if s.stride == 1 else 4), hw
+    else:
+        dy_sym, dy = g.tensor_in("dy", ins["dy"].reshape(ohw, s.k_out))
+        xs_sym, xs_t = g.tensor_in("xs", ins["xs"].reshape(hw, s.k_in))
+        dw_sym, dwt = g.tensor_out("dw", (9, s.k_in))
+        db_sym = g.tensor_out("db", (1, s.k_in), ref="db")[0] if s.bias else None
+        ins_ = [("dy", dy_sym, dy, ohw, 0), ("xs", xs_sym, xs_t, hw, s.w)]
+        outs_ = [(dw_sym, dwt, 9)] + ([(db_sym, info("db", (1, s.k_in)), 1)] if db_sym else [])
+        channels = s.k_in
+        per_out, out_px = (16 if s.stride == 1 else 19) + (2 if s.bias else 0), ohw
+    wrows = (9 if w_sym else 0) + (1 if b_sym else 0)
+    in_px = sum(px + (2 * wr if wr else 0) for _, _, _, px, wr in ins_)
+    out_rows = sum(px for _, _, px in outs_)
+
+    def mem(tc, sets):
+        return sets * (in_px + wrows + out_rows) * cp(tc) * 2
+    budget = _budget(plat)
+    if mem(2, 2) > budget:
+        return False
+
+    def dma(c, rows):
+        return rows * max(1, -(-cp(c) * 2 // bpc))
+
+    def compute(c):
+        return -(-(c // 2) // cores) * out_px * per_out + 300
+    # Channel tiles: the stored channels (the first k_in) and the others are tiled apart, so that a tile's
+    # stored activations leave straight from its input tile (an odd last stored tile zeroes its pad lane;
+    # the next tile starts one channel early, on a word)
+    parts = [(0, s.k_in), (s.k_in - s.k_in % 2, channels)] if store and s.k_in < channels else [(0, channels)]
+    stored_end = parts[0][1] if store else 0
+
+    def split(t, even, first=0):
+        """Tiles of t channels (a multiple of 16: whole rounds of pairs for the cores) and what is left, or
+        of at most t channels as even as can be (even sizes but the last), within each part."""
+        out = []
+        for a, b in parts:
+            if first and a == 0 and b - a > first:   # a small first tile: the cores start sooner
+                out.append((0, first))
+                a = first
+            if even:
+                nt = -(-(b - a) // t)
+                cuts = [a + (b - a) * j // nt // 2 * 2 for j in range(nt)] + [b]
+            else:
+                cuts = list(range(a, b, t)) + [b]
+            out += [(c0, c1 - c0) for c0, c1 in zip(cuts, cuts[1:]) if c1 > c0]
+        return out
+    best = None
+    in_rows = sum(px for _, _, _, px, _ in ins_) + wrows
+    for t, even, first in [(t, e, f) for t in list(range(16, channels, 16)) + [channels] for e in (False, True)
+                           for f in (0, 16)]:
+        tiles = split(t, even, first)
+        sets = min(3, len(tiles))
+        if mem(max(n for _, n in tiles), sets) > budget:
+            continue
+        est = _timeline([n for _, n in tiles], lambda c: compute(c) + TILE_CYCLES, lambda c: dma(c, in_rows),
+                        lambda c: dma(c, out_rows + (hw if store else 0)), lambda c: 0)
+        if best is None or est < best[0]:
+            best = (est, t, even, first)
+    if best is None:
+        return False
+    tiles = split(best[1], best[2], best[3])
+    tc = max(n for _, n in tiles)
+    sets = min(3, len(tiles))
+    ib = {name: [g.buf(f"l1_{name}{k}", (px + 2 * wr) * cp(tc) * 2) for k in range(sets)] for name, _, _, px, wr in ins_}
+    wb = [g.buf(f"l1_w{k}", 9 * cp(tc) * 2) for k in range(sets)] if w_sym else None
+    bb = [g.buf(f"l1_b{k}", cp(tc) * 2) for k in range(sets)] if b_sym else None
+    ob = [[g.buf(f"l1_out{j}_{k}", px * cp(tc) * 2) for j, (_, _, px) in enumerate(outs_)] for k in range(sets)]
+
+    def kept(c0, n):
+        """Stored channels of the tile at c0: the tiles of the first part only."""
+        return n if store and c0 + n <= stored_end else 0
+
+    def interior(name, k, n):
+        """Address of the map inside its tile buffer (after the zero row, when it has one)."""
+        wr = [wr for nm, _, _, _, wr in ins_ if nm == name][0]
+        return f"(uint32_t){ib[name][k]} + {wr * cp(n) * 2}" if wr else f"(uint32_t){ib[name][k]}"
+    fns = {}
+    for i, (c0, n) in enumerate(tiles):
+        k = i % sets
+        key = (k, n, kept(c0, n))
+        if key in fns:
+            continue
+        p = cp(n)
+        c2 = (n + 1) // 2
+        body = []
+        for name, _, _, px, wr in ins_:
+            if wr:   # the zero rows around the map, in this tile's layout
+                row = wr * p // 2
+                body += [f"  odl_zero_words((uint32_t *){ib[name][k]}, {row}, {cores});",
+                         f"  odl_zero_words((uint32_t *){ib[name][k]} + {(px + wr) * p // 2}, {row}, {cores});"]
+        body.append("  pi_cl_team_barrier();")
+        if s.step == "fw" or (s.step == "ig" and s.stride == 1):
+            flip = s.step == "ig"
+            name = ins_[0][0]
+            in_h, in_w = (s.h, s.w) if s.step == "fw" else (s.h_out, s.w_out)
+            out_h, out_w = (s.h_out, s.w_out) if s.step == "fw" else (s.h, s.w)
+            stride = s.stride if s.step == "fw" else 1
+            rtn = DwFw(wd=in_w, wo=out_w, stride=stride, pix=2 * p, wstep=2 * p, flip=flip)
+            call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib[name][k]}, (const uint32_t *){wb[k]}, "
+                    + (f"(const uint32_t *){bb[k]}" if b_sym else "0") + f", {c2}, {out_h}, {out_w}, {in_w}, {stride}, {p // 2}, "
+                    f"{_bands(c2, out_h, cores)}, {cores});")
+        elif s.step == "ig":
+            rtn = DwIg2(wo=s.w_out, pix=2 * p, wstep=2 * p)
+            call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['dy'][k]}, (const uint32_t *){wb[k]}, 0, "
+                    f"{c2}, {s.h_out}, {2 * s.w}, {s.w_out}, 1, {p // 2}, {_bands(c2, s.h_out, cores)}, {cores});")
+        else:
+            rtn = DwWg(h=s.h, wd=s.w, ho=s.h_out, wo=s.w_out, stride=s.stride, pix=2 * p, wstep=2 * p, bias=bool(db_sym))
+            call = (f"  odl_dw3_wg_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['xs'][k]}, "
+                    f"(const uint32_t *){ib['dy'][k]}, " + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {cores});")
+        g.asm_more[rtn.name] = rtn.asm()
+        body.append(call)
+        if s.step == "ig" and s.stride == 2 and n % 2:   # products with the zero pad give -0: make it +0
+            body += ["  pi_cl_team_barrier();", f"  odl_zero_lane((f16 *){ob[k][0]}, {hw}, {p}, {n});"]
+        if kept(c0, n) % 2:   # the stored tile's pad lane is the next channel: zero it, after its outputs
+            body += ["  pi_cl_team_barrier();", f"  odl_zero_lane((f16 *){ib['x'][k]} + {s.w * p}, {hw}, {p}, {n});"]
+        fns[key] = g.func("\n".join(body))
+
+    def fetch(i):
+        c0, n = tiles[i]
+        k = i % sets
+        q = f"odl_dwq[{k}]"
+        lines = [f"  odl_dma_2d(&{q}, {_addr(sym, c0)}, {interior(name, k, n)}, {cp(n) * 2}, {px}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"
+                 for name, sym, t, px, _ in ins_]
+        if w_sym:
+            lines.append(f"  odl_dma_2d(&{q}, {_addr(w_sym, c0)}, (uint32_t){wb[k]}, {cp(n) * 2}, 9, {w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        if b_sym:
+            lines.append(f"  odl_dma_1d(&{q}, {_addr(b_sym, c0)}, (uint32_t){bb[k]}, {cp(n) * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        return lines
+    g.decls.append("static PI_L1 odl_dma_t odl_dwq[3], odl_dwo[3];   /* in L1: the master updates them at every command */")
+    g.body.append("  for (int i = 0; i < 3; i++) odl_dwq[i].n = odl_dwo[i].n = 0;")
+    g.body += fetch(0)
+    for i, (c0, n) in enumerate(tiles):
+        k = i % sets
+        g.tiles += 1
+        g.body.append(f"  odl_dma_wait(&odl_dwq[{k}]);")
+        if i + 1 < len(tiles):   # the next tile into the next set, once that set's results have left
+            g.body.append(f"  odl_dma_wait(&odl_dwo[{(i + 1) % sets}]);")
+            g.body += fetch(i + 1)
+        g.fork(fns[(k, n, kept(c0, n))])
+        for j, (sym, t, px) in enumerate(outs_):
+            g.body.append(f"  odl_dma_2d(&odl_dwo[{k}], {_addr(sym, c0)}, (uint32_t){ob[k][j]}, {cp(n) * 2}, {px}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        if kept(c0, n):
+            g.body.append(f"  odl_dma_2d(&odl_dwo[{k}], {_addr(xs_sym, c0)}, {interior('x', k, n)}, {cp(n) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body += [f"  odl_dma_wait(&odl_dwo[{k}]);" for k in range(sets)]
+    return True
+
+
+def _bands(c2: int, rows: int, cores: int) -> int:
+    """Bands of rows per channel pair: more than one only when the pairs are fewer than twice the cores."""
+    nb = 1
+    while c2 * nb < 2 * cores and nb < rows:
+        nb += 1
+    return nb

@@ -1,0 +1,752 @@
+"""Matrix-product steps (pointwise and batched linear layers) on the register-blocked micro-kernels.
+
+Forward and input gradient: C[M][N] = A . B^T with A read in place (rows of the input tile as the DMA
+left them, M pixels or samples) and B packed once into panels (the weights; their transpose for the
+input gradient). The A tiles stream through L1 double-buffered: the DMA brings tile i + 1 and takes
+tile i - 1's results out while the cores compute tile i, so only the first tile's arrival and the last
+tile's departure are waited for. When the weights are the larger operand (few pixels), the roles turn:
+the weights are read in place, tile by tile, and the few input rows are packed (`trans`: C's rows are
+then B's rows).
+
+Weight gradient: dW[co][ci] = sum_p dY[p][co] Xs[p][ci]: both operands have the reduction (pixels) as
+their rows, so both are transposed: dY into rows of K-pairs (A, read in place by the micro-kernels),
+Xs into panels (B); dW streams out by tiles of output channels.
+
+Convolution forward: an implicit matrix product over the input tile itself (gen_conv_fw).
+
+Tile sizes come from a model of the DMA queue and the cores (_timeline): the sizes that minimise the
+estimated end of the program, not the largest that fit.
+
+The stored activations of the forward pass leave L1 by DMA only: from the input tile itself when every
+channel is kept, else gathered by a 2-D transfer into a buffer of their own (a pad lane zeroed by the
+cores when an odd number of channels is kept).
+"""
+from __future__ import annotations
+
+from harness.kernels import plan as planmod
+from harness.kernels.mmplan import Side, Tile, free_blocks, paired_blocks
+from harness.kernels.spec import cp
+
+
+def _panel_table(sizes: list, k2: int, skew: int) -> tuple[list, int]:
+    """(row0, rows, word offset) per panel, and the panels' bytes."""
+    tab, row, off = [], 0, 0
+    for s in sizes:
+        tab += [row, s, off // 4]
+        row += s
+        off += 4 * k2 * s + skew
+    return tab, off
+
+
+FORK_CYCLES = 500   # a fork and its barrier, with the wake-up of the cores and the master's DMA commands
+
+
+def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int:
+    """End of a tile sequence: the cores run tile after tile; the DMA (one queue, in order) brings each
+    tile's rows when the tile before starts, takes the stored activations away when a tile starts and the
+    results when it ends. lead = (DMA cycles, then core cycles) of the resident operand, before the first
+    tile (its rows queue behind that DMA)."""
+    dma = lead[0] + in_cycles(sizes[0])
+    ready = dma
+    cpu = lead[0] + lead[1]
+    for i, r in enumerate(sizes):
+        start = max(cpu, ready)
+        dma = max(dma, start) + xs_cycles(r)
+        if i + 1 < len(sizes):
+            dma = max(dma, start) + in_cycles(sizes[i + 1])
+            ready = dma
+        cpu = start + cost(r)
+        dma = max(dma, cpu) + out_cycles(r)
+    return max(cpu, dma)
+
+
+def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cycles=lambda r: 0, step: int = 5,
+               lead=(0, 0)) -> list:
+    """M tiles (row ranges) of at most tmax rows that minimise the estimated time: every tile's slowest
+    core (tile_cycles(rows)) plus a fork, the first tile's arrival (in_cycles(rows)) and the last one's
+    departure (out_cycles(rows)), which nothing overlaps. Sizes are multiples of 5 where they can be, so
+    that every core gets the same number of 5-row blocks."""
+    cache = {}
+
+    def cost(rows):
+        if rows not in cache:
+            cache[rows] = tile_cycles(rows) + FORK_CYCLES
+        return cache[rows]
+    best = None
+    edges = sorted({min(total, tmax, step * e) for e in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)} | {min(total, tmax)})
+    for first in edges:
+        for last in edges:
+            if first + last > total:
+                if first != total or last != total:
+                    continue
+            mid = total - first - (last if first < total else 0)
+            n_min = -(-mid // tmax) if mid > 0 else 0
+            for n in ([0] if mid == 0 else range(max(1, n_min), n_min + 9)):
+                if (mid == 0) != (n == 0):
+                    continue
+                if n and -(-mid // n) > tmax:
+                    continue
+                sizes = [first]
+                if n:
+                    q = mid // step // n * step if mid >= step * n else mid // n
+                    rest = mid - q * n
+                    mids = [q] * n
+                    for i in range(n):   # spread the rest in steps of 5 (then 1)
+                        inc = step if rest >= step else rest
+                        if inc == 0:
+                            break
+                        mids[i] += inc
+                        rest -= inc
+                    mids[-1] += rest
+                    if min(mids) <= 0 or max(mids) > tmax:
+                        continue
+                    sizes += mids
+                if first < total:
+                    sizes.append(last)
+                t = _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead)
+                if best is None or t < best[0]:
+                    best = (t, sizes)
+    if best is None:   # no mix of edge and middle tiles fits: even tiles of at most tmax
+        n = -(-total // tmax)
+        best = (0, [total * (i + 1) // n - total * i // n for i in range(n)])
+    cuts, at = [], 0
+    for r in best[1]:
+        cuts.append((at, at + r))
+        at += r
+    return cuts
+
+
+def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out, bias_sym, b_mode: str,
+                 keep: tuple | None = None) -> bool:
+    """C[m][n] = A . B^T (+ bias): A rows of tensor `a` (m rows, K = kdim contiguous); B rows of `b`
+    (b_mode 'rows', K contiguous) or its columns (b_mode 'cols': B[r][k] = b[k][r], the first kdim rows
+    of b). `keep` = (xs_sym, xs, k_in): the stored activations, the first k_in columns of A's rows.
+    Streams the larger operand through L1 by tiles and packs the smaller one once; False when even
+    the smallest tiles do not fit L1 (the caller then uses the generic tiled path)."""
+    plat = g.plat
+    dma_bpc = plat.dma["bytes_per_cycle"]
+    budget = _budget(plat)
+    cores = plat.cluster["cores"]
+    k2 = (kdim + 1) // 2
+    npad = cp(n)
+    pa_l2 = a.pitch * 2
+    pa = _padded(plat, pa_l2)
+    skew = 4
+    xs_stage = keep is not None and keep[2] < a.cols
+    xs_row = cp(keep[2]) * 2 if keep else 0
+    bias_bytes = npad * 2 + 4 * npad if bias_sym else 0
+    # the weights: rows (K contiguous) for the forward, the first kdim rows of W for the input gradient
+    w_rows = b_mode == "rows"
+    pw_l2 = b.pitch * 2
+    pw = _padded(plat, pw_l2) if w_rows else 0
+    plans = []
+    # (1) stream A (M tiles), the weights packed once
+    bsizes = paired_blocks(npad)
+    btab, bpan_bytes = _panel_table(bsizes, k2, skew)
+    braw_bytes = n * pw_l2 if w_rows else kdim * npad * 2
+
+    def mem_m(tm):
+        return braw_bytes + bpan_bytes + bias_bytes + 2 * tm * pa + 2 * tm * out.pitch * 2 + (2 * tm * xs_row if xs_stage else 0)
+    tmax = _largest(m, lambda t: mem_m(t) <= budget)
+    if tmax:
+        def tile_m(rows):
+            return max(Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=npad, skew=skew), c_pitch=out.pitch * 2,
+                            bias=bool(bias_sym), cores=cores).core_cycles())
+        pack = (2 if w_rows else 5) * npad * k2 // cores + FORK_CYCLES
+        tiles = plan_tiles(m, tmax, tile_m, lambda r: r * (pa + (xs_row if xs_stage else 0)) // dma_bpc,
+                           lambda r: r * out.pitch * 2 // dma_bpc, lambda r: r * xs_row // dma_bpc)
+        est = (braw_bytes // dma_bpc + pack
+               + _timeline([r1 - r0 for r0, r1 in tiles], lambda r: tile_m(r) + FORK_CYCLES,
+                           lambda r: r * pa // dma_bpc, lambda r: r * out.pitch * 2 // dma_bpc, lambda r: r * xs_row // dma_bpc))
+        plans.append((est, "m", tiles))
+    # (2) stream the weights' rows (N tiles) as A, the M rows packed once as B (C's rows are B's: trans)
+    if w_rows:
+        msizes = free_blocks(m)
+        mtab, mpan_bytes = _panel_table(msizes, k2, skew)
+
+        def mem_n(tn):
+            return (m * pa_l2 + mpan_bytes + bias_bytes + 2 * tn * pw + 2 * m * cp(tn) * 2
+                    + (m * xs_row if xs_stage else 0))
+        nmax = _largest(n, lambda t: mem_n(t) <= budget, step=4)
+        if nmax:
+            def tile_n(cols):
+                return max(Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2,
+                                trans=True, bias=bool(bias_sym), cores=cores).core_cycles())
+            ntiles = plan_tiles(n, nmax, tile_n, lambda c: c * pw // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
+                                step=4)
+            est = ((m * pa_l2 + (m * xs_row if keep else 0)) // dma_bpc + 2 * m * k2 // cores + FORK_CYCLES
+                   + _timeline([c1 - c0 for c0, c1 in ntiles], lambda c: tile_n(c) + FORK_CYCLES,
+                               lambda c: c * pw // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc, lambda c: 0))
+            plans.append((est, "n", ntiles))
+    # (3) stream the columns of W (N tiles) for the input gradient: each tile transposed into panels by
+    # the cores at its start, the M rows of dY read in place
+    if not w_rows:
+        def mem_c(tn):
+            return (m * pa + 2 * kdim * cp(tn) * 2 + _panel_table(paired_blocks(cp(tn)), k2, skew)[1]
+                    + 2 * m * cp(tn) * 2)
+        nmax = _largest(n, lambda t: mem_c(t) <= budget, step=4)
+        if nmax:
+            def tile_c(cols):
+                t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
+                         cores=cores)
+                return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (5 * (kdim // 2) + 40)
+            ctiles = plan_tiles(n, nmax, tile_c, lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
+                                step=4, lead=(m * pa // dma_bpc, 0))
+            est = _timeline([c1 - c0 for c0, c1 in ctiles], lambda c: tile_c(c) + FORK_CYCLES,
+                            lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc, lambda c: 0,
+                            (m * pa // dma_bpc, 0))
+            plans.append((est, "c", ctiles))
+    if not plans:
+        return False
+    est, how, tiles = min(plans, key=lambda p: p[0])
+    if how == "c":
+        _stream_wt(g, a_sym, a, pa, b_sym, b, m, n, kdim, k2, out_sym, out, tiles, skew)
+    elif how == "m":
+        _stream_a(g, a_sym, a, pa, b_sym, b, w_rows, braw_bytes, bsizes, btab, bpan_bytes, m, n, kdim, k2, out_sym,
+                  out, bias_sym, keep, xs_stage, xs_row, tiles, skew)
+    else:
+        _stream_w(g, a_sym, a, pa_l2, b_sym, b, pw, msizes, mtab, mpan_bytes, m, n, k2, out_sym, out, bias_sym, keep,
+                  xs_stage, xs_row, tiles, skew)
+    return True
+
+
+# In the first tile's fork the cores pack the resident operand while the tile's rows arrive; the master
+# then waits for them (without counting it as DMA wait: it is inside the forked compute)
+FIRST_WAIT = "\n  if (pi_core_id() == 0) odl_dma_wait_quiet(&dq[0]);\n  pi_cl_team_barrier();\n"
+
+
+def _trackers(g) -> None:
+    decl = "static PI_L1 odl_dma_t dq[2], dc[2], dx[2];   /* in L1: the master updates them at every command */"
+    if decl not in g.decls:
+        g.decls.insert(0, decl)
+        g.body.append("  for (int i = 0; i < 2; i++) dq[i].n = dc[i].n = dx[i].n = 0;")
+
+
+TABLE_ROOM = 1024   # bytes of L1 the planners leave for run tables and DMA records (tables go to L2 beyond)
+
+
+def _budget(plat) -> int:
+    return planmod.l1_budget(plat) - TABLE_ROOM
+
+
+def _padded(plat, pitch: int) -> int:
+    """L1 pitch of rows read in place: one word longer when the pitch is a multiple of the banks' span,
+    so that the rows of every core's block lie in different banks (the DMA reads each row with the
+    next row's first word)."""
+    l1 = plat.memory("l1")
+    span = l1.banks * l1.bank_width if plat.cluster.get("tcdm_conflicts") else 0
+    return pitch + 4 if span and pitch % span == 0 else pitch
+
+
+def units_panels(sizes: list, k2: int, skew: int) -> list:
+    """Units of odl_units_t that fill the panels of `sizes` rows (pairs of columns, a single one last)."""
+    tab, row, off = [], 0, 0
+    for h in sizes:
+        for i in range(0, h, 2):
+            tab += [row + i, min(2, h - i), off // 4 + i, h]
+        row += h
+        off += 4 * k2 * h + skew
+    return tab
+
+
+def units_rows(cols: int, row_words: int) -> list:
+    """Units of odl_units_t that fill `cols` rows of a transposed matrix, rows `row_words` words apart."""
+    tab = []
+    for r in range(0, cols, 2):
+        tab += [r, min(2, cols - r), r * row_words, 1]
+    return tab + [row_words]
+
+
+def _largest(total: int, fits, step: int = 1) -> int:
+    t = total
+    while t > 0 and not fits(t):
+        t -= step if t <= 16 * step else max(step, t // 16 // step * step)
+    return max(0, t)
+
+
+def _stream_a(g, a_sym, a, pa, b_sym, b, w_rows, braw_bytes, bsizes, btab, bpan_bytes, m, n, kdim, k2, out_sym, out,
+              bias_sym, keep, xs_stage, xs_row, tiles, skew):
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    npad = cp(n)
+    pa_l2 = a.pitch * 2
+    c_pitch = out.pitch * 2
+    tm = max(r1 - r0 for r0, r1 in tiles)
+    braw = g.buf("l1_braw", braw_bytes)
+    bpan = g.buf("l1_bpan", bpan_bytes)
+    araw = [g.buf("l1_a0", tm * pa), g.buf("l1_a1", tm * pa)]
+    cbuf = [g.buf("l1_c0", tm * c_pitch), g.buf("l1_c1", tm * c_pitch)]
+    xsb = [g.buf("l1_xs0", tm * xs_row), g.buf("l1_xs1", tm * xs_row)] if xs_stage else araw
+    b32 = "0"
+    if bias_sym:
+        b16 = g.buf("l1_bias16", npad * 2)
+        b32 = g.buf("l1_bias32", 4 * npad, "float")
+    if w_rows:
+        g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
+        pack = f"  odl_panels({bpan}, (const f16 *){braw}, odl_btab, {len(bsizes)}, {n}, {k2}, {b.pitch});"
+    else:
+        utab = units_panels(bsizes, k2, skew) + [0]
+        g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, utab))} }};")
+        pack = f"  odl_units_t({bpan}, (const f16 *){braw}, odl_btab, {len(utab) // 4}, {n}, {kdim}, {npad}, 0);"
+    if bias_sym:
+        pack += f"\n  odl_widen({b32}, (const f16 *){b16}, {npad});"
+    fns = {}
+    for i, (r0, r1) in enumerate(tiles):
+        rows = r1 - r0
+        key = (rows, i == 0)
+        if key in fns:
+            continue
+        t = Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=npad, skew=skew), c_pitch=c_pitch,
+                 bias=bool(bias_sym), cores=cores)
+        name = f"odl_t{rows}"
+        if not any(tt is t for tt in g.tiles_mm) and f"{name}_runs" not in "".join(g.decls):
+            g.tiles_mm.append(t)
+            g.decls.append(t.table(name))
+        body = "  " + t.call(name, "T->src", bpan, "T->dst", b32)
+        if xs_stage and keep[2] % 2:
+            body = f"  odl_zero_lane((f16 *)T->src2, T->rows, {cp(keep[2])}, {keep[2]});\n" + body
+        if i == 0:   # the first tile packs the weights while its rows arrive: one fork less
+            body = pack + FIRST_WAIT + body
+        fns[key] = g.func(body)
+    _trackers(g)
+    if w_rows:
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){b_sym}, (uint32_t){braw}, {braw_bytes}, PI_CL_DMA_DIR_EXT2LOC);")
+    else:
+        g.body.append(f"  odl_dma_2d(&din, (uint32_t){b_sym}, (uint32_t){braw}, {npad * 2}, {kdim}, {b.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if bias_sym:
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){bias_sym}, (uint32_t){b16}, {npad * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+
+    def fetch(i):
+        r0, r1 = tiles[i]
+        k = i % 2
+        lines = _rows_in(f"dq[{k}]", _addr(a_sym, r0 * a.pitch), araw[k], r1 - r0, pa_l2, pa)
+        if xs_stage:
+            lines.append(f"  odl_dma_2d(&dq[{k}], {_addr(a_sym, r0 * a.pitch)}, (uint32_t){xsb[k]}, {xs_row}, {r1 - r0}, {pa_l2}, PI_CL_DMA_DIR_EXT2LOC);")
+        return lines
+    g.body += fetch(0)
+    g.body.append("  odl_dma_wait(&din);")
+    for i, (r0, r1) in enumerate(tiles):
+        k = i % 2
+        g.tiles += 1
+        if i:
+            g.body.append(f"  odl_dma_wait(&dq[{k}]);")
+        if keep and not (xs_stage and keep[2] % 2):   # stored activations leave at once, from the tile
+            xs_sym, xs, _ = keep
+            g.body += _rows_out(f"dx[{k}]", _addr(xs_sym, r0 * xs.pitch), xsb[k], r1 - r0, xs_row,
+                                xs_row if xs_stage else pa)
+        if i + 1 < len(tiles):
+            g.body.append(f"  odl_dma_wait(&dx[{1 - k}]);")   # the stored activations taken from those buffers
+            g.body += fetch(i + 1)
+        g.body.append(f"  odl_dma_wait(&dc[{k}]);")   # this C buffer's previous results have left
+        g.fork(fns[(r1 - r0, i == 0)], src=araw[k], dst=cbuf[k], src2=xsb[k], rows=r1 - r0)
+        g.body.append(f"  odl_dma_1d(&dc[{k}], {_addr(out_sym, r0 * out.pitch)}, (uint32_t){cbuf[k]}, {(r1 - r0) * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
+        if keep and xs_stage and keep[2] % 2:   # after the cores zeroed the pad lane
+            xs_sym, xs, _ = keep
+            g.body.append(f"  odl_dma_1d(&dx[{k}], {_addr(xs_sym, r0 * xs.pitch)}, (uint32_t){xsb[k]}, {(r1 - r0) * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
+
+
+def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, skew):
+    """Input gradient with the weights streaming: tile by tile of input channels, the tile's columns of
+    W arrive by 2-D DMA while the cores work on the tile before, are transposed into panels at the
+    start of their fork, and give a column slice of dX; dY stays in L1, read in place."""
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    pa_l2 = a.pitch * 2
+    tn = max(c1 - c0 for c0, c1 in tiles)
+    araw = g.buf("l1_a", m * pa)
+    wraw = [g.buf("l1_w0", kdim * cp(tn) * 2), g.buf("l1_w1", kdim * cp(tn) * 2)]
+    bpan = g.buf("l1_bpan", _panel_table(paired_blocks(cp(tn)), k2, skew)[1])
+    cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
+    fns = {}
+    for i, (c0, c1) in enumerate(tiles):
+        cols = c1 - c0
+        key = (cols, i == 0)
+        if key in fns:
+            continue
+        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores)
+        name = f"odl_t{cols}"
+        if f"{name}_runs" not in "".join(g.decls):
+            g.tiles_mm.append(t)
+            g.decls.append(t.table(name))
+            utab = units_panels(paired_blocks(cp(cols)), k2, skew) + [0]
+            g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, utab))} }};")
+        nu = len(units_panels(paired_blocks(cp(cols)), k2, skew)) // 4
+        body = (f"  odl_units_t({bpan}, (const f16 *)T->src, odl_u{cols}, {nu}, {cols}, {kdim}, {cp(cols)}, 0);"
+                + (FIRST_WAIT if i == 0 else "\n  pi_cl_team_barrier();\n") + "  " + t.call(name, araw, bpan, "T->dst"))
+        fns[key] = g.func(body)
+    _trackers(g)
+
+    def fetch(i):
+        c0, c1 = tiles[i]
+        return [f"  odl_dma_2d(&dc[{i % 2}], {_addr(w_sym, c0)}, (uint32_t){wraw[i % 2]}, {cp(c1 - c0) * 2}, {kdim}, {w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"]
+    g.body += fetch(0)
+    g.body += _rows_in("dq[0]", f"(uint32_t){a_sym}", araw, m, pa_l2, pa)
+    g.body.append("  odl_dma_wait(&dc[0]);")
+    for i, (c0, c1) in enumerate(tiles):
+        k = i % 2
+        g.tiles += 1
+        if i:   # this tile's W columns, and the results that left this C buffer two tiles back
+            g.body.append(f"  odl_dma_wait(&dx[{k}]);\n  odl_dma_wait(&dc[{k}]);")
+        if i + 1 < len(tiles):
+            g.body += [x.replace(f"&dc[{(i + 1) % 2}]", f"&dx[{(i + 1) % 2}]") for x in fetch(i + 1)]
+        g.fork(fns[(c1 - c0, i == 0)], src=wraw[k], dst=cbuf[k])
+        g.body.append(f"  odl_dma_2d(&dc[{k}], {_addr(out_sym, c0)}, (uint32_t){cbuf[k]}, {cp(c1 - c0) * 2}, {m}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
+
+
+def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, k2, out_sym, out, bias_sym, keep,
+              xs_stage, xs_row, tiles, skew):
+    """The weights' rows stream through L1 as the micro-kernels' A (read in place); the m input rows are
+    packed once into panels (B); C tiles are column slices of the output."""
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    pw_l2 = w.pitch * 2
+    tn = max(c1 - c0 for c0, c1 in tiles)
+    xraw = g.buf("l1_x", m * pa_l2)
+    mpan = g.buf("l1_mpan", mpan_bytes)
+    wraw = [g.buf("l1_w0", tn * pw), g.buf("l1_w1", tn * pw)]
+    cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
+    xsb = g.buf("l1_xs", m * xs_row) if xs_stage else xraw
+    npad = cp(n)
+    b32 = "0"
+    if bias_sym:
+        b16 = g.buf("l1_bias16", npad * 2)
+        b32 = g.buf("l1_bias32", 4 * npad, "float")
+    g.decls.append(f"static const uint16_t odl_mtab[] ODL_TABLE = {{ {', '.join(map(str, mtab))} }};")
+    pack = f"  odl_panels({mpan}, (const f16 *){xraw}, odl_mtab, {len(msizes)}, {m}, {k2}, {a.pitch});"
+    if bias_sym:
+        pack += f"\n  odl_widen({b32}, (const f16 *){b16}, {npad});"
+    if xs_stage and keep[2] % 2:
+        pack += f"\n  odl_zero_lane((f16 *){xsb}, {m}, {cp(keep[2])}, {keep[2]});"
+    fns = {}
+    for i, (c0, c1) in enumerate(tiles):
+        cols = c1 - c0
+        key = (cols, i == 0)
+        if key in fns:
+            continue
+        t = Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2, trans=True,
+                 bias=bool(bias_sym), cores=cores)
+        name = f"odl_t{cols}"
+        if f"{name}_runs" not in "".join(g.decls):
+            g.tiles_mm.append(t)
+            g.decls.append(t.table(name))
+        body = "  " + t.call(name, "T->src", mpan, "T->dst", f"{b32} + T->aux" if bias_sym else "0")
+        if i == 0:
+            body = pack + FIRST_WAIT + body
+        fns[key] = g.func(body)
+    _trackers(g)
+    g.body.append(f"  odl_dma_1d(&din, (uint32_t){a_sym}, (uint32_t){xraw}, {m * pa_l2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if xs_stage:
+        g.body.append(f"  odl_dma_2d(&din, (uint32_t){a_sym}, (uint32_t){xsb}, {xs_row}, {m}, {pa_l2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if bias_sym:
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){bias_sym}, (uint32_t){b16}, {npad * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+
+    def fetch(i):
+        c0, c1 = tiles[i]
+        return _rows_in(f"dq[{i % 2}]", _addr(w_sym, c0 * w.pitch), wraw[i % 2], c1 - c0, pw_l2, pw)
+    g.body += fetch(0)
+    g.body.append("  odl_dma_wait(&din);")
+    if keep and not (xs_stage and keep[2] % 2):
+        xs_sym, xs, _ = keep
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){xs_sym}, (uint32_t){xsb}, {m * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
+    for i, (c0, c1) in enumerate(tiles):
+        k = i % 2
+        g.tiles += 1
+        if i:
+            g.body.append(f"  odl_dma_wait(&dq[{k}]);")
+        if i + 1 < len(tiles):
+            g.body += fetch(i + 1)
+        g.body.append(f"  odl_dma_wait(&dc[{k}]);")
+        g.fork(fns[(c1 - c0, i == 0)], src=wraw[k], dst=cbuf[k], aux=c0)
+        if i == 0 and keep and xs_stage and keep[2] % 2:
+            xs_sym, xs, _ = keep
+            g.body.append(f"  odl_dma_1d(&dout, (uint32_t){xs_sym}, (uint32_t){xsb}, {m * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
+        g.body.append(f"  odl_dma_2d(&dc[{k}], {_addr(out_sym, c0)}, (uint32_t){cbuf[k]}, {cp(c1 - c0) * 2}, {m}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dout);")
+
+
+def _rows_in(dma: str, ext: str, l1: str, rows: int, row: int, l1_pitch: int) -> list:
+    """`rows` rows of `row` bytes into L1 rows `l1_pitch` bytes apart (longer: each row brings the next
+    row's first bytes along, the last row comes alone so that nothing past the tensor is read)."""
+    if l1_pitch == row:
+        return [f"  odl_dma_1d(&{dma}, {ext}, (uint32_t){l1}, {rows * row}, PI_CL_DMA_DIR_EXT2LOC);"]
+    out = []
+    if rows > 1:
+        out.append(f"  odl_dma_2d_long(&{dma}, {ext}, (uint32_t){l1}, {l1_pitch}, {rows - 1}, {row}, PI_CL_DMA_DIR_EXT2LOC);")
+    out.append(f"  odl_dma_1d(&{dma}, {ext} + {(rows - 1) * row}, (uint32_t){l1} + {(rows - 1) * l1_pitch}, {row}, PI_CL_DMA_DIR_EXT2LOC);")
+    return out
+
+
+def _rows_out(dma: str, ext: str, l1: str, rows: int, row: int, l1_pitch: int) -> list:
+    """`rows` rows of `row` bytes from L1 rows `l1_pitch` bytes apart (longer: each row's extra bytes land
+    on the next row's start before that row is written; the last row goes alone)."""
+    if l1_pitch == row:
+        return [f"  odl_dma_1d(&{dma}, {ext}, (uint32_t){l1}, {rows * row}, PI_CL_DMA_DIR_LOC2EXT);"]
+    out = []
+    if rows > 1:
+        out.append(f"  odl_dma_2d_long(&{dma}, {ext}, (uint32_t){l1}, {l1_pitch}, {rows - 1}, {row}, PI_CL_DMA_DIR_LOC2EXT);")
+    out.append(f"  odl_dma_1d(&{dma}, {ext} + {(rows - 1) * row}, (uint32_t){l1} + {(rows - 1) * l1_pitch}, {row}, PI_CL_DMA_DIR_LOC2EXT);")
+    return out
+
+
+def _addr(sym: str, halves: int) -> str:
+    return f"(uint32_t)({sym} + {halves})"
+
+
+def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dwt, db_sym) -> bool:
+    """dW[co][ci] = sum_p dY[p][co] Xs[p][ci] (+ db[co] = sum_p dY[p][co]) over all npix pixels at once:
+    Xs^T packed once into panels (B), dY^T by tiles of output channels into rows of pixel pairs (A),
+    transposed by the cores at the start of each tile; dW leaves by tiles. False when the pixels do not
+    fit L1 whole (the caller then uses the generic path, which splits the reduction)."""
+    plat = g.plat
+    dma_bpc = plat.dma["bytes_per_cycle"]
+    budget = _budget(plat)
+    cores = plat.cluster["cores"]
+    k2 = (npix + 1) // 2
+    skew = 4
+    nb = cp(ki)
+    bsizes = paired_blocks(nb)
+    btab, bpan_bytes = _panel_table(bsizes, k2, skew)
+    xraw_bytes = npix * nb * 2
+    pa = _padded(plat, 4 * k2)
+    c_pitch = dwt.pitch * 2
+    db_bytes = (4 * ko + cp(ko) * 2) if db_sym else 0
+
+    def mem(tm):
+        return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
+    tmax = _largest(ko, lambda t: mem(t) <= budget)
+    if not tmax:
+        return False
+
+    def tile_cycles(rows):
+        t = Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=nb, skew=skew), c_pitch=c_pitch, cores=cores)
+        return max(t.core_cycles()) + 5 * cp(rows) * k2 // 2 // cores
+    btab = units_panels(bsizes, k2, skew) + [0]
+    nub = len(btab) // 4
+    kp = npix // 2
+    lead = (xraw_bytes // dma_bpc, -(-nub // cores) * (5 * kp + 40) + FORK_CYCLES)
+    tiles = plan_tiles(ko, tmax, tile_cycles, lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
+                       lead=lead)
+    tm = max(r1 - r0 for r0, r1 in tiles)
+    xraw = g.buf("l1_xs", xraw_bytes)
+    bpan = g.buf("l1_bpan", bpan_bytes)
+    draw = [g.buf("l1_dy0", npix * cp(tm) * 2), g.buf("l1_dy1", npix * cp(tm) * 2)]
+    arows = g.buf("l1_arows", cp(tm) * pa)
+    cbuf = [g.buf("l1_c0", tm * c_pitch), g.buf("l1_c1", tm * c_pitch)]
+    if db_sym:
+        db32 = g.buf("l1_db32", 4 * ko, "float")
+        db16 = g.buf("l1_db16", cp(ko) * 2)
+    g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
+    pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
+    if db_sym:
+        pack += f"\n  odl_zero_f32({db32}, {ko});"
+    fns = {}
+    for i, (r0, r1) in enumerate(tiles):
+        rows = r1 - r0
+        key = (rows, i == 0)
+        if key in fns:
+            continue
+        t = Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=nb, skew=skew), c_pitch=c_pitch, cores=cores)
+        name = f"odl_t{rows}"
+        if f"{name}_runs" not in "".join(g.decls):
+            g.tiles_mm.append(t)
+            g.decls.append(t.table(name))
+            atab = units_rows(cp(rows), pa // 4)
+            g.decls.append(f"static const uint16_t odl_a{rows}[] ODL_TABLE = {{ {', '.join(map(str, atab))} }};")
+        nua = len(units_rows(cp(rows), pa // 4)) // 4
+        body = f"  odl_units_t({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {nub % cores if i == 0 else 0});"
+        if i == 0:
+            body = pack + FIRST_WAIT + body
+        body += "\n  pi_cl_team_barrier();"
+        if db_sym:
+            body += f"\n  odl_rowsum_acc({db32} + T->aux, {arows}, {pa}, {rows}, {k2});"
+        body += "\n  " + t.call(name, arows, bpan, "T->dst")
+        fns[key] = g.func(body)
+    _trackers(g)
+    g.body.append(f"  odl_dma_2d(&din, (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {npix}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+
+    def fetch(i):
+        r0, r1 = tiles[i]
+        return [f"  odl_dma_2d(&dq[{i % 2}], {_addr(dy_sym, r0)}, (uint32_t){draw[i % 2]}, {cp(r1 - r0) * 2}, {npix}, {dy.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"]
+    g.body += fetch(0)
+    g.body.append("  odl_dma_wait(&din);")
+    for i, (r0, r1) in enumerate(tiles):
+        k = i % 2
+        g.tiles += 1
+        if i:
+            g.body.append(f"  odl_dma_wait(&dq[{k}]);")
+        if i + 1 < len(tiles):
+            g.body += fetch(i + 1)
+        g.body.append(f"  odl_dma_wait(&dc[{k}]);")
+        g.fork(fns[(r1 - r0, i == 0)], src=draw[k], dst=cbuf[k], aux=r0)
+        g.body.append(f"  odl_dma_1d(&dc[{k}], {_addr(dw_sym, r0 * dwt.pitch)}, (uint32_t){cbuf[k]}, {(r1 - r0) * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
+    if db_sym:
+        g.fork(g.func(f"  odl_narrow_rows({db16}, {cp(ko)}, {db32}, {ko}, 1, {ko});"))
+        g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){db16}, {cp(ko) * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dout);")
+    return True
+
+
+def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
+    """A k x k convolution's forward as an implicit matrix product: the A rows of a block are output
+    pixels of one row, read in place from the input tile (the tile between zero rows, every row between
+    zero pixels: the padding), the reduction in k segments (one per row of taps: k pixels, then the row
+    below); the weights packed once into panels in the same (kh, kw, channel) order. Input tiles of
+    output rows (with their halo) stream through L1 double-buffered. An odd number of input channels at
+    stride 2 packs the tile's pixels densely (cin halves each, by the cores, from the DMA's rows): a window
+    then starts on a word at every output pixel, and the reduction wastes no pad lane per pixel."""
+    s = g.spec
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    bpc = plat.dma["bytes_per_cycle"]
+    budget = _budget(plat)
+    k, st = s.k, s.stride
+    pl, pr, pt, pb = s.pad
+    P = x.pitch * 2                      # bytes a pixel in L2 (cp(cin) channels)
+    dense = s.cin % 2 == 1 and st % 2 == 0
+    pix_h = s.cin if dense else x.pitch  # halves a pixel in the L1 tile
+    wp = pl + s.w + pr                   # pixels of a padded row
+    row_h = wp * pix_h + (wp * pix_h) % 2
+    rowb = 2 * row_h
+    seg = (k * pix_h + 1) // 2           # words of a segment (a row of taps)
+    k2 = k * seg
+    skew = 4
+    npad = cp(s.cout)
+    bsizes = paired_blocks(npad)
+    btab, bpan_bytes = _panel_table(bsizes, k2, skew)
+    wl_bytes = s.cout * 4 * k2           # the weights in (kh, kw, channel) order, segments padded to words
+    c_pitch = y.pitch * 2
+    xs_row = cp(keep[2]) * 2 if keep else 0
+
+    def in_rows(nr):    # padded input rows of nr output rows
+        return (nr - 1) * st + k
+
+    def mem(nr):
+        return (wl_bytes + bpan_bytes + (npad * 2 + 4 * npad if b_sym else 0) + 2 * in_rows(nr) * rowb
+                + (2 * in_rows(nr) * s.w * P if dense else 0)
+                + 2 * nr * s.w_out * c_pitch + (2 * (nr * st + k) * s.w * xs_row if keep else 0) + s.cout * w.pitch * 2)
+    rmax = _largest(s.h_out, lambda r: mem(r) <= budget)
+    if not rmax or k2 > 2047 or (st * pix_h * 2) * 4 > 2047:
+        return False
+    blocks_row = free_blocks(s.w_out)
+
+    def tile(nr):
+        a_list = []
+        for r in range(nr):
+            ow0 = 0
+            for m in blocks_row:
+                a_list.append((m, r * st * rowb + ow0 * st * pix_h * 2, r * s.w_out + ow0))
+                ow0 += m
+        return Tile(k2=k2, a=Side(rows=nr * s.w_out, pitch=st * pix_h * 2), b=Side(rows=npad, skew=skew),
+                    c_pitch=c_pitch, bias=bool(b_sym), cores=cores, segs=k, a_jump=rowb - 4 * seg, a_list=a_list)
+
+    def tile_cycles(nr):
+        prep = in_rows(nr) * (s.w * s.cin * 3 if dense else (pl + pr) * P // 4) // cores
+        return max(tile(nr).core_cycles()) + prep
+    lead = (s.cout * w.pitch * 2 // bpc, s.cout * k2 * 3 // cores + FORK_CYCLES)
+    tiles = plan_tiles(s.h_out, rmax, tile_cycles, lambda r: in_rows(r) * s.w * P // bpc,
+                       lambda r: r * s.w_out * c_pitch // bpc, step=1, lead=lead)
+    tm = max(r1 - r0 for r0, r1 in tiles)
+    wraw = g.buf("l1_wraw", s.cout * w.pitch * 2)
+    wl = g.buf("l1_wl", wl_bytes)
+    bpan = g.buf("l1_bpan", bpan_bytes)
+    xb = [g.buf("l1_in0", in_rows(tm) * rowb), g.buf("l1_in1", in_rows(tm) * rowb)]
+    # dense: the DMA's rows land in a staging buffer, the cores lay them out
+    sb = [g.buf("l1_st0", in_rows(tm) * s.w * P), g.buf("l1_st1", in_rows(tm) * s.w * P)] if dense else xb
+    cbuf = [g.buf("l1_c0", tm * s.w_out * c_pitch), g.buf("l1_c1", tm * s.w_out * c_pitch)]
+    b32 = "0"
+    if b_sym:
+        b16 = g.buf("l1_bias16", npad * 2)
+        b32 = g.buf("l1_bias32", 4 * npad, "float")
+    # xs: the input rows each tile owns, gathered by DMA and sent out again
+    owned = []
+    for i, (o0, o1) in enumerate(tiles):
+        r0 = 0 if i == 0 else min(s.h, max(0, o0 * st - pt))
+        r1 = s.h if i + 1 == len(tiles) else min(s.h, max(0, tiles[i + 1][0] * st - pt))
+        owned.append((r0, r1))
+    xsmax = max(r1 - r0 for r0, r1 in owned) if keep else 0
+    xsb = [g.buf("l1_xs0", max(4, xsmax * s.w * xs_row)), g.buf("l1_xs1", max(4, xsmax * s.w * xs_row))] if keep else None
+    g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
+    relayout = (f"  odl_conv_weights((f16 *){wl}, (const f16 *){wraw}, {s.cout}, {k}, {s.cin}, {w.pitch}, {pix_h}, {2 * seg}, {cores});\n"
+                "  pi_cl_team_barrier();\n"
+                f"  odl_panels({bpan}, (const f16 *){wl}, odl_btab, {len(bsizes)}, {s.cout}, {k2}, {2 * k2});")
+    if b_sym:
+        relayout += f"\n  odl_widen({b32}, (const f16 *){b16}, {npad});"
+    fns = {}
+    for i, (o0, o1) in enumerate(tiles):
+        nr = o1 - o0
+        key = (nr, i == 0)
+        if key in fns:
+            continue
+        t = tile(nr)
+        name = f"odl_t{nr}"
+        if f"{name}_runs" not in "".join(g.decls):
+            g.tiles_mm.append(t)
+            g.decls.append(t.table(name))
+        nin = in_rows(nr)
+        if dense:
+            prep = (f"  odl_conv_dense((f16 *)T->src, (const f16 *)T->src2, {nin}, {row_h}, {s.w}, {s.cin}, {x.pitch}, {pl}, "
+                    f"T->aux, T->aux2, {cores});")
+        else:
+            prep = f"  odl_conv_pad((uint32_t *)T->src, {nin}, {rowb // 4}, {pl * P // 4}, {pr * P // 4}, T->aux, T->aux2, {cores});"
+        if keep and keep[2] % 2:
+            prep += f"\n  odl_zero_lane((f16 *)T->dst2, T->rows, {cp(keep[2])}, {keep[2]});"
+        if i == 0:
+            body = relayout + FIRST_WAIT + prep + "\n  pi_cl_team_barrier();\n"
+        else:
+            body = prep + "\n  pi_cl_team_barrier();\n"
+        body += "  " + t.call(name, "T->src", bpan, "T->dst", b32)
+        fns[key] = g.func(body)
+    _trackers(g)
+    g.body.append(f"  odl_dma_1d(&din, (uint32_t){w_sym}, (uint32_t){wraw}, {s.cout * w.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if b_sym:
+        g.body.append(f"  odl_dma_1d(&din, (uint32_t){b_sym}, (uint32_t){b16}, {npad * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+
+    def geom(i):
+        o0, o1 = tiles[i]
+        top = o0 * st                        # padded rows [top, top + nin)
+        nin = in_rows(o1 - o0)
+        lo, hi = max(top, pt), min(top + nin, pt + s.h)   # the image rows among them
+        return top, nin, lo, hi
+
+    def fetch(i):
+        kk = i % 2
+        top, nin, lo, hi = geom(i)
+        lines = []
+        if hi > lo and dense:
+            lines.append(f"  odl_dma_1d(&dq[{kk}], {_addr(x_sym, (lo - pt) * s.w * x.pitch)}, (uint32_t){sb[kk]}, {(hi - lo) * s.w * P}, PI_CL_DMA_DIR_EXT2LOC);")
+        elif hi > lo:
+            # every row with its neighbours' pixels as its padding (zeroed by the cores), from pixel -pl
+            ext = f"(uint32_t)({x_sym} + {((lo - pt) * s.w - pl) * x.pitch})"
+            lines.append(f"  odl_dma_2d_long(&dq[{kk}], {ext}, (uint32_t){xb[kk]} + {(lo - top) * rowb}, {rowb}, {hi - lo}, {s.w * P}, PI_CL_DMA_DIR_EXT2LOC);")
+        if keep:
+            r0, r1 = owned[i]
+            if r1 > r0:
+                lines.append(f"  odl_dma_2d(&dq[{kk}], {_addr(x_sym, r0 * s.w * x.pitch)}, (uint32_t){xsb[kk]}, {xs_row}, {(r1 - r0) * s.w}, {P}, PI_CL_DMA_DIR_EXT2LOC);")
+        return lines
+    g.body += fetch(0)
+    g.body.append("  odl_dma_wait(&din);")
+    for i, (o0, o1) in enumerate(tiles):
+        kk = i % 2
+        g.tiles += 1
+        if i:
+            g.body.append(f"  odl_dma_wait(&dq[{kk}]);")
+        if keep and not keep[2] % 2 and owned[i][1] > owned[i][0]:
+            r0, r1 = owned[i]
+            g.body.append(f"  odl_dma_1d(&dx[{kk}], {_addr(keep[0], r0 * s.w * keep[1].pitch)}, (uint32_t){xsb[kk]}, {(r1 - r0) * s.w * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
+        top, nin, lo, hi = geom(i)
+        if i + 1 < len(tiles):
+            g.body.append(f"  odl_dma_wait(&dx[{1 - kk}]);")
+            g.body += fetch(i + 1)
+        g.body.append(f"  odl_dma_wait(&dc[{kk}]);")
+        nr = o1 - o0
+        r0, r1 = owned[i]
+        g.fork(fns[(nr, i == 0)], src=xb[kk], src2=sb[kk], dst=cbuf[kk], dst2=xsb[kk] if keep else 0, rows=(r1 - r0) * s.w,
+               aux=lo - top, aux2=hi - top)
+        g.body.append(f"  odl_dma_1d(&dc[{kk}], {_addr(y_sym, o0 * s.w_out * y.pitch)}, (uint32_t){cbuf[kk]}, {nr * s.w_out * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
+        if keep and keep[2] % 2 and owned[i][1] > owned[i][0]:
+            r0, r1 = owned[i]
+            g.body.append(f"  odl_dma_1d(&dx[{kk}], {_addr(keep[0], r0 * s.w * keep[1].pitch)}, (uint32_t){xsb[kk]}, {(r1 - r0) * s.w * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
+    g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
+    return True

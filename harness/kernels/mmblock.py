@@ -1,0 +1,315 @@
+"""Register-blocked FP16 matrix micro-kernels, generated as assembly from the ISA table.
+
+A kernel computes runs of blocks of C = A . B^T with FP32 accumulation (vfdotpex.s.h, 2 MACs an
+instruction): an m x n block holds m*n accumulators, and every word of the reduction loads m words
+of A and n of B. A 5x4 block (20 accumulators, 2 rotating A registers, 4 B registers and the
+pointers fill the 30 registers a core has besides sp) issues 29 instructions for 40 MACs, where
+4x4 issues 24 for 32: the loads are what limits a core, so the larger block is 3.4 % faster.
+
+Operands are read where they lie, each in one of two layouts:
+  rows   rows of the operand `pitch` bytes apart, the reduction contiguous in each (a tensor tile
+         as the DMA left it in L1: no packing at all); loaded with one post-incrementing pointer per
+         group of rows whose offsets fit a 12-bit immediate
+  panel  the block's rows interleaved word by word (word kk of row i at (kk*rows + i)*4), one
+         post-incrementing pointer; what a transposing pack produces
+A run keeps one A block and walks `nblocks` B blocks (B's next block is the next panel, or the next
+rows); C follows B: the next columns (`trans` False: C rows are A rows) or the next rows (`trans`
+True: C rows are B rows, each C word pairs two A rows). Both loops are hardware loops (the blocks
+loop 1, the reduction loop 0), so a block costs its reduction plus the accumulators' start (zeros
+or the biases), their conversion to FP16 pairs and the stores: about 2.2 instructions per output.
+
+The reduction loop is scheduled so that no load is used by the next instruction: the B words and
+A row 0 first, then every A row's load right after the first product of the row before it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.isa import asm
+
+# every register but zero and sp; ra, gp and tp are saved and restored like the s registers
+POOL = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "t0", "t1", "t2", "t3", "t4", "t5", "t6",
+        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "ra", "gp", "tp"]
+SAVED = ["ra", "gp", "tp"] + [f"s{i}" for i in range(12)]
+IMM_MAX = 2047
+
+
+@dataclass(frozen=True)
+class Block:
+    m: int              # rows of the A block (1..5)
+    n: int              # rows of the B block (1..5)
+    k2: int             # words of the reduction
+    a_pitch: int        # bytes between A rows; 0: A is a panel of m rows
+    b_pitch: int        # bytes between B rows; 0: B is a panel of n rows
+    b_step: int         # bytes from one B block to the next
+    c_pitch: int        # bytes between C rows
+    trans: bool = False  # C rows follow B (pairs of A rows in a word) instead of A
+    bias: bool = False   # accumulators start at FP32 biases: one per C column (per A row when trans)
+    segs: int = 1        # the reduction in segments of k2 / segs words, A's rows jumping `a_jump` bytes
+    a_jump: int = 0      # between them (a convolution: one segment per row of taps)
+
+    @property
+    def name(self) -> str:
+        a = f"r{self.a_pitch}" if self.a_pitch else "p"
+        b = f"r{self.b_pitch}" if self.b_pitch else "p"
+        return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{self.c_pitch}"
+                f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}"
+                f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}")
+
+    def cycles(self) -> int:
+        """Cycles of one block, from the schedule: the reduction and the per-block work."""
+        return self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
+
+    def c_step(self) -> int:
+        """Bytes from one block's C to the next block's."""
+        return self.n * self.c_pitch if self.trans else 2 * self.n
+
+
+def _groups(rows: int, pitch: int) -> list[list[int]]:
+    """Rows sharing one pointer: the first row post-increments it by 4, the others are reached at
+    r * pitch - 4 from it, which must fit a 12-bit immediate."""
+    if rows * pitch == 0:
+        return [list(range(rows))]
+    per = max(1, (IMM_MAX + 4) // pitch + 1) if pitch else rows
+    return [list(range(r, min(rows, r + per))) for r in range(0, rows, per)]
+
+
+def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
+    """dst = src + imm in single-instruction lines (tmp holds a large immediate)."""
+    if -2048 <= imm <= IMM_MAX:
+        return [f"addi {dst}, {src}, {imm}"] if imm or dst != src else []
+    hi = (imm + 0x800) >> 12
+    return [f"lui {tmp}, {hi & 0xfffff}", f"addi {tmp}, {tmp}, {imm - (hi << 12)}", f"add {dst}, {src}, {tmp}"]
+
+
+def block_asm(b: Block) -> list[str]:
+    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias) in a0..a4."""
+    if not (1 <= b.m <= 5 and 1 <= b.n <= 5 and b.m * b.n <= 20):
+        raise ValueError(f"no {b.m}x{b.n} block: at most 5 rows each and 20 accumulators")
+    if b.trans and b.m % 2 or not b.trans and b.n % 2:
+        raise ValueError("C words pair two accumulators: the paired side of a block must be even")
+    ga = _groups(b.m, b.a_pitch) if b.a_pitch else [list(range(b.m))]
+    gb = _groups(b.n, b.b_pitch) if b.b_pitch else [list(range(b.n))]
+    nacc = b.m * b.n
+    # registers live in the reduction loop
+    free = list(POOL)
+    # the persistent ones arrive in a0..a4: B pointer (a1), C (a2), A base (a0), bias (a4)
+    bp = "a1"
+    live = nacc + (2 if b.m > 1 else 1) + b.n + len(ga) + len(gb)
+    spare = len(POOL) - live
+    keep = []  # persistent values that fit in registers, most used first
+    for r in ("a2", "a0", "a4"):
+        if r == "a4" and not b.bias:
+            continue
+        keep.append(r)
+    if b.segs > 1:   # a0 counts the segments: the A base goes to the stack
+        keep.remove("a0")
+        spare -= 1
+    in_reg = keep[:max(0, spare)]
+    spilled = keep[len(in_reg):]
+    if b.segs > 1:
+        spilled = ["a0"] + spilled
+        free.remove("a0")
+    for r in [bp] + in_reg:
+        free.remove(r)
+    for r in spilled:
+        if r in free:
+            free.remove(r)   # reused as loop registers below; their values live on the stack
+    free = free + [r for r in spilled if r != "a0" or b.segs == 1]
+    pa = [free.pop(0) for _ in ga]
+    pb = [bp] + [free.pop(0) for _ in gb[1:]]
+    ar = [free.pop(0) for _ in range(2 if b.m > 1 else 1)]
+    br = [free.pop(0) for _ in range(b.n)]
+    acc = [[free.pop(0) for _ in range(b.n)] for _ in range(b.m)]
+    assert len(free) >= 0
+    slot = {r: 4 * (len(SAVED) + k) for k, r in enumerate(spilled)}
+    frame = 4 * (len(SAVED) + len(spilled))
+    frame = (frame + 15) // 16 * 16
+
+    def val(r):   # where a persistent argument is read per block
+        return r
+
+    out = [f"    .section .text.{b.name}, \"ax\"", f"    .globl {b.name}", f"    .type {b.name}, @function",
+           "    .balign 4", f"{b.name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
+    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    sw {r}, {slot[r]}(sp)" for r in spilled]
+    # the outer (blocks) loop: its body is `body`; lp.setup counts it in halfwords from itself
+    body = []
+
+    def ld(dst, reg, off):
+        body.append(f"lw {dst}, {off}({reg})")
+
+    # per block: A pointers at the block's first word
+    if "a0" in spilled:
+        body.append(f"lw {pa[0]}, {slot['a0']}(sp)")
+    else:
+        body.append(f"mv {pa[0]}, a0")
+    for g in range(1, len(ga)):
+        off = ga[g][0] * b.a_pitch
+        body += _add(pa[g], pa[0], off, pa[g])
+    # accumulators start at zero or at the biases
+    if b.bias:
+        breg = "a4"
+        if "a4" in spilled:
+            body.append(f"lw {br[0]}, {slot['a4']}(sp)")
+            breg = br[0]
+        if b.trans:   # one bias per A row
+            for i in range(b.m):
+                ld(acc[i][0], breg, 4 * i)
+            body += [f"mv {acc[i][j]}, {acc[i][0]}" for i in range(b.m) for j in range(1, b.n)]
+        else:         # one bias per C column, stepping with the blocks
+            for j in range(b.n):
+                ld(acc[0][j], breg, 4 * j)
+            body += [f"mv {acc[i][j]}, {acc[0][j]}" for i in range(1, b.m) for j in range(b.n)]
+            if "a4" in spilled:
+                body += [f"addi {br[0]}, {br[0]}, {4 * b.n}", f"sw {br[0]}, {slot['a4']}(sp)"]
+            else:
+                body.append(f"addi a4, a4, {4 * b.n}")
+    else:
+        body += [f"li {acc[i][j]}, 0" for i in range(b.m) for j in range(b.n)]
+    # the reduction loop
+    inner = []
+
+    def a_load(i, dst):
+        if not b.a_pitch:
+            inner.append(asm.line("p_lw_postinc_imm", rd=dst, rs1=pa[0], imm_i=4))
+            return
+        for g, rows in enumerate(ga):
+            if i in rows:
+                if i == rows[0]:
+                    inner.append(asm.line("p_lw_postinc_imm", rd=dst, rs1=pa[g], imm_i=4))
+                else:
+                    inner.append(f"lw {dst}, {(i - rows[0]) * b.a_pitch - 4}({pa[g]})")
+
+    def b_load(j):
+        if not b.b_pitch:
+            inner.append(asm.line("p_lw_postinc_imm", rd=br[j], rs1=pb[0], imm_i=4))
+            return
+        for g, rows in enumerate(gb):
+            if j in rows:
+                if j == rows[0]:
+                    inner.append(asm.line("p_lw_postinc_imm", rd=br[j], rs1=pb[g], imm_i=4))
+                else:
+                    inner.append(f"lw {br[j]}, {(j - rows[0]) * b.b_pitch - 4}({pb[g]})")
+
+    a_load(0, ar[0])
+    for j in range(b.n):
+        b_load(j)
+    for i in range(b.m):
+        for j in range(b.n):
+            inner.append(asm.line("vfdotpex_s_h", rd_acc=acc[i][j], rs1=ar[i % len(ar)], rs2=br[j]))
+            if j == 0 and i + 1 < b.m:
+                a_load(i + 1, ar[(i + 1) % len(ar)])
+    if b.k2 % b.segs:
+        raise ValueError("the segments must split the reduction evenly")
+    if b.segs > 1:   # a software loop over the segments around one copy of the reduction loop
+        body.append(f"li a0, {b.segs}")
+        body.append("9:")
+    body.append(f"li {br[0]}, {b.k2 // b.segs}")
+    body.append(asm.line("lp_setup", hwl_l=0, hwl_rs1=br[0], hwl_uimm12=2 * len(inner)))
+    body += inner
+    if b.segs > 1:   # A's rows jump to the next segment (B's panel runs on)
+        body += [x for g in range(len(ga)) for x in _add(pa[g], pa[g], b.a_jump, br[0])]
+        body += ["addi a0, a0, -1", "bnez a0, 9b"]
+    # B pointers: from the end of this block's reduction to the next block
+    if b.b_pitch:
+        adv = b.b_step - 4 * b.k2
+        for g in range(len(gb)):
+            body += _add(pb[g], pb[g], adv, br[0])
+    else:
+        body += _add(pb[0], pb[0], b.b_step - 4 * b.k2 * b.n, br[0])
+    # FP16 pairs, then the stores
+    words = []  # (C row, byte offset in the row, register)
+    if b.trans:
+        for j in range(b.n):
+            for h in range(b.m // 2):
+                r = acc[2 * h][j]
+                body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[2 * h][j], rs2=acc[2 * h + 1][j]))
+                words.append((j, 4 * h, r))
+    else:
+        for i in range(b.m):
+            for h in range(b.n // 2):
+                r = acc[i][2 * h]
+                body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[i][2 * h], rs2=acc[i][2 * h + 1]))
+                words.append((i, 4 * h, r))
+    creg = "a2"
+    if "a2" in spilled:
+        creg = ar[0]
+        body.append(f"lw {creg}, {slot['a2']}(sp)")
+    rows_c = max(r for r, _, _ in words) + 1
+    last_off = (rows_c - 1) * b.c_pitch + max(o for _, o, _ in words)
+    if last_off <= IMM_MAX:
+        body += [f"sw {r}, {row * b.c_pitch + off}({creg})" for row, off, r in words]
+    else:   # a moving pointer through the rows
+        mp = ar[-1] if creg != ar[-1] else br[-1]
+        tmp = br[0] if mp != br[0] else br[1]
+        body.append(f"mv {mp}, {creg}")
+        row_at = 0
+        for row, off, r in words:
+            while row_at < row:
+                body += _add(mp, mp, b.c_pitch, tmp)
+                row_at += 1
+            body.append(f"sw {r}, {off}({mp})")
+    body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
+    if "a2" in spilled:
+        body.append(f"sw {creg}, {slot['a2']}(sp)")
+    # the other B groups' pointers start once; they move with the first one
+    for g in range(1, len(gb)):
+        out += ["    " + x for x in _add(pb[g], pb[0], gb[g][0] * b.b_pitch, pb[g])]
+    # every line of `body` is one 4-byte instruction (norvc, no pseudo-instruction that expands), or a label
+    out.append("    " + asm.line("lp_setup", hwl_l=1, hwl_rs1="a3", hwl_uimm12=2 * len([x for x in body if not x.endswith(":")])))
+    out += [("" if x.endswith(":") else "    ") + x for x in body]
+    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {b.name}, . - {b.name}", ""]
+    return out
+
+
+def _routine(name: str, prologue: list, body: list, epilogue: list | None = None) -> list[str]:
+    """A leaf routine: `prologue`, then `body` as a hardware loop counted by a2 (a2 >= 1)."""
+    return ([f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+             "    .balign 4", f"{name}:", "    .option push", "    .option norvc"]
+            + ["    " + x for x in prologue]
+            + ["    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]
+            + ["    " + x for x in body] + ["    " + x for x in (epilogue or [])]
+            + ["    ret", "    .option pop", f"    .size {name}, . - {name}", ""])
+
+
+def pack_rows(s: int) -> list[str]:
+    """odl_packr<s>(dst, src, k2, pitch_bytes): `s` rows of k2 words (pitch_bytes apart) into one
+    panel of s rows, 2 instructions a word."""
+    regs = ["t0", "t1", "t2", "t3", "t4"][:s]
+    ptr = ["a1", "a4", "a5", "a6", "a7"][:s]
+    pro = [f"add {ptr[i]}, {ptr[i - 1]}, a3" for i in range(1, s)]
+    body = [asm.line("p_lw_postinc_imm", rd=regs[i], rs1=ptr[i], imm_i=4) for i in range(s)]
+    body += [asm.line("p_sw_postinc_imm", rs2=regs[i], rs1="a0", imm_s=4) for i in range(s)]
+    return _routine(f"odl_packr{s}", pro, body)
+
+
+def pack_cols2() -> list[str]:
+    """odl_packc2(d0, src, k2, pitch_bytes, d1, dstep): two adjacent columns of a K-major FP16 matrix
+    (rows of K `pitch_bytes` apart) into two rows of K-pairs: word kk of the first column (rows 2kk and
+    2kk + 1) goes to d0, of the second to d1, each pointer then stepping by dstep bytes (4: rows of a
+    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 10 instructions a pair."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "srli t4, a7, 16", "slli a7, a7, 16"]
+    body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            "and t2, t0, t4", "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16", "and t1, t1, a7",
+            "or t0, t0, t1",
+            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5")]
+    return _routine("odl_packc2", pro, body)
+
+
+def pack_cols1() -> list[str]:
+    """odl_packc1(d0, src, k2, pitch_bytes, dstep): one column of a K-major FP16 matrix into one row of
+    K-pairs (d0 stepping by dstep bytes), 5 instructions a pair."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1"]
+    body = [asm.line("p_lhu_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_lhu_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            "slli t1, t1, 16", "or t0, t0, t1",
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a0", rs3_s="a4")]
+    return _routine("odl_packc1", pro, body)
+
+
+def packers() -> str:
+    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols1())
