@@ -106,6 +106,8 @@ CASES = [
     Case("run-max-cycles-zero", ("run", "{d}/hello.elf", "--max-cycles", "0"), 2, "from 1 to"),
     Case("run-max-cycles-negative", ("run", "{d}/hello.elf", "--max-cycles", "-5"), 2, "from 1 to"),
     Case("run-missing-elf", ("run", "{d}/nope.elf"), 2, "no such file"),
+    Case("run-report-with-json", ("run", "{d}/hello.elf", "--report", "--json"), 2,
+         "--report: the JSON object of --json already holds the cycle report"),
     Case("run-directory-as-elf", ("run", "{d}/sub"), 2, "is a directory", setup="subdir"),
     Case("run-text-as-elf", ("run", "{d}/notes.txt"), 2, "not a readable ELF"),
     Case("run-host-elf", ("run", "{d}/host.elf"), 2, "not a 32-bit RISC-V ELF", setup="host_elf"),
@@ -419,9 +421,10 @@ CASES = [
 
     # ---- an output in a directory that does not exist yet: created, not an error ----
     Case("build-o-in-missing-directory", ("build", "{d}/hello.c", "-o", "{d}/new/dir/x.elf"), 0, "built", stream="stdout"),
-    Case("run-trace-in-missing-directory", ("run", "{d}/hello.elf", "--trace", "{d}/new/t.txt"), 7, "cycle report",
-         stream="stdout"),
-    Case("run-timeline-in-missing-directory", (*RUN_TL, "{d}/new/t.json"), 7, "trace events", stream="stdout"),
+    Case("run-trace-in-missing-directory", ("run", "{d}/hello.elf", "--trace", "{d}/new/t.txt"), 7,
+         "sum of squares 1..100 = 338350", stream="stdout"),
+    Case("run-timeline-in-missing-directory", (*RUN_TL, "{d}/new/t.json"), 7, "sum of squares", stream="stdout"),
+    Case("run-report-on-stderr", ("run", "{d}/hello.elf", "--report"), 7, "sum of squares", stream="stdout"),
     Case("kernel-keep-missing-directory", kernel_with("--keep", "{d}/new/k"), 0, "pw 4->4", stream="stdout"),
     Case("report-output-missing-directory", (*REPORT, "--output", "{d}/new/site"), 0, "dashboard:", setup="results_ok",
          stream="stdout"),

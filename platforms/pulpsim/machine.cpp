@@ -27,7 +27,8 @@ Machine::Machine(const std::map<std::string, double>& values) {
   flash.assign(cfg.u("mem.flash.size"), 0);
   n_cluster = (int)cfg.u("cluster.cores");
   cluster_hartid_base = cfg.u("cluster.hartid_cluster") << SOC_HARTID_CORE_BITS;
-  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"));
+  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"),
+                    cfg.u("cluster.icache_l1_banks"), cfg.u("cluster.icache_replacement"));
   bootaddr.assign(n_cluster, SOC_BOOTADDR_RESET);
   uint32_t fpus = cfg.u("cluster.fpus"), divs = cfg.u("cluster.div_units");
   fpu_busy.assign(fpus, 0);
@@ -49,7 +50,10 @@ Machine::Machine(const std::map<std::string, double>& values) {
     ext_mem[i] = ExtMem{cfg.get(k + "read_cycles_per_byte"), cfg.get(k + "write_cycles_per_byte"),
                         cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles")};
   }
+  core_order = cfg.u("cluster.core_order");
+  for (auto& m : soc_eu_fc_mask) m = 0xffffffffu;  // every SoC event held back at reset
   cores.emplace_back(new Core(this, 0, true, fc_hartid));
+  fc().rank = UINT64_MAX;
   for (int i = 0; i < n_cluster; i++) {
     Core* c = new Core(this, 1 + i, false, cluster_hartid_base | (uint32_t)i);
     c->cluster_core = i;
@@ -71,7 +75,7 @@ Machine::Machine(const std::map<std::string, double>& values) {
 // event-unit and DMA views, the cluster's peripheral bus otherwise.
 void Machine::map_peripherals() {
   static const std::map<std::string, Dev> known = {
-      {"stdout", D_STDOUT}, {"soc_ctrl", D_SOC_CTRL}, {"soc_eu", D_SOC_EU}, {"fc_timer", D_FC_TIMER},
+      {"stdout", D_STDOUT}, {"soc_ctrl", D_SOC_CTRL}, {"soc_eu", D_SOC_EU}, {"fc_itc", D_FC_ITC}, {"fc_timer", D_FC_TIMER},
       {"fc_icache_ctrl", D_FC_ICACHE}, {"udma", D_UDMA}, {"cluster_ctrl", D_CL_CTRL}, {"cluster_timer", D_CL_TIMER},
       {"event_unit", D_EU}, {"cluster_icache_ctrl", D_CL_ICACHE}, {"dma", D_DMA}, {"eu_demux", D_EU_DEMUX},
       {"dma_demux", D_DMA_DEMUX}};
@@ -202,6 +206,10 @@ bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& 
     case D_UDMA:
       if (addr - hyper_base < HYPER_WINDOW) return udma_read(c, addr - hyper_base, value);
       return true;
+    case D_FC_ITC: return itc_read(off, value, c.t);
+    case D_SOC_EU:
+      if (off >= SOC_EU_FC_MASK && off < SOC_EU_FC_MASK + 4 * SOC_EU_MASK_REGS) value = soc_eu_fc_mask[(off - SOC_EU_FC_MASK) / 4];
+      return true;
     case D_FC_TIMER:
       if (off == SOC_TIMER_LO) value = (uint32_t)c.t;
       if (off == SOC_TIMER_HI) value = (uint32_t)(c.t >> 32);
@@ -257,9 +265,10 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
         exit_program(code);
       }
       return true;
-    case D_SOC_EU:
-      if (off == 0) fc_notify(c.t);  // a software SoC event reaches the FC
+    case D_SOC_EU:  // the FC's event masks; EVENT (+0) triggers nothing on pulp-open
+      if (off >= SOC_EU_FC_MASK && off < SOC_EU_FC_MASK + 4 * SOC_EU_MASK_REGS) soc_eu_fc_mask[(off - SOC_EU_FC_MASK) / 4] = value;
       return true;
+    case D_FC_ITC: itc_write(off, value, c.t); return true;
     case D_FC_ICACHE:
       if (off == SOC_ICACHE_ENABLE) fc().icache.enabled = value != 0;
       if (off == SOC_ICACHE_FLUSH) fc().icache.flush();
@@ -274,7 +283,7 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       if (off == SOC_FETCH_EN) {
         // A rising fetch-enable bit starts that core at its boot address.
         for (int i = 0; i < n_cluster; i++)
-          if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1 + lat, T_CORE_START, i, bootaddr[i]);
+          if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1, T_CORE_START, i, bootaddr[i]);
         fetch_en = value;
       }
       return true;
@@ -289,7 +298,7 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       // full event-unit map: software events (the FC's way in)
       if (off >= EU_FULL_SW_EVENT && off < EU_FULL_SW_EVENT + 4 * EU_SW_EVENT_COUNT) {
         uint32_t mask = value ? value : (1u << n_cluster) - 1;
-        eu_set_events(mask, 1u << ((off - EU_FULL_SW_EVENT) >> 2), c.t + lat);
+        eu_set_events(mask, 1u << ((off - EU_FULL_SW_EVENT) >> 2), c.t);
       }
       return true;
     default: return true;
@@ -339,23 +348,20 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
   while (status == Status::Running) {
-    // c: the core to run; (second, second_idx): the earliest of the others, ties to the lower index
+    // c: the core to run; second: the next of the others (Machine::runs_before orders cores due in the
+    // same cycle)
     Core* c = nullptr;
-    uint64_t second = UINT64_MAX;
-    int second_idx = 1 << 30;
+    Core* nxt = nullptr;
     for (auto& k : cores) {
       if (!k->active || k->sleeping) continue;
-      if (!c || k->cycle < c->cycle) {
-        if (c && (c->cycle < second || (c->cycle == second && c->index < second_idx))) {
-          second = c->cycle;
-          second_idx = c->index;
-        }
+      if (!c || runs_before(*k, *c)) {
+        nxt = c;
         c = k.get();
-      } else if (k->cycle < second || (k->cycle == second && k->index < second_idx)) {
-        second = k->cycle;
-        second_idx = k->index;
+      } else if (!nxt || runs_before(*k, *nxt)) {
+        nxt = k.get();
       }
     }
+    uint64_t second = nxt ? nxt->cycle : UINT64_MAX;
     uint64_t next_ev = timed.empty() ? UINT64_MAX : timed.front().time;
     if (!c) {
       if (next_ev != UINT64_MAX) {
@@ -377,8 +383,9 @@ Status Machine::run(uint64_t max_cycles) {
       process_timed(c->cycle);
       continue;
     }
-    // run while ahead of nobody: equal cycles go to the lower core index first
-    uint64_t lim = second == UINT64_MAX ? second : (c->index < second_idx ? second : second - 1);
+    // run while ahead of nobody: up to second's cycle when c would run first in that cycle too
+    bool c_first = nxt && (c->rank != nxt->rank ? c->rank > nxt->rank : c->index < nxt->index);
+    uint64_t lim = second == UINT64_MAX ? second : (c_first ? second : second - 1);
     uint64_t bound = std::min(lim, next_ev - 1);
     // the FC is the only runnable core and nothing is scheduled: every active cluster core sleeps
     bool fc_alone = c->is_fc && second == UINT64_MAX && next_ev == UINT64_MAX;
