@@ -82,7 +82,8 @@ MEMORY_SCHEMA = {
            "cluster_latency": (_INT, SIM)},
     "external": {"name": (_STR, SIM), "kind": (_STR, SIM), "size": (_INT, SIM),
                  "read_cycles_per_byte": (_NUM, SIM), "write_cycles_per_byte": (_NUM, SIM),
-                 "read_setup_cycles": (_INT, SIM), "write_setup_cycles": (_INT, SIM)},
+                 "read_setup_cycles": (_INT, SIM), "write_setup_cycles": (_INT, SIM),
+                 "write_fast_bytes": (_INT, SIM)},
 }
 REQUIRED_MEMORIES = ("l2", "l1", "hyperram", "flash")
 # Sections a platform file does not take from the one it inherits: what it is, and how the

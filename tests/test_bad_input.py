@@ -404,6 +404,26 @@ CASES = [
     Case("crosscheck-max-cycles-zero", (*CC, "--max-cycles", "0"), 2, "argument --max-cycles:"),
     Case("crosscheck-programs-missing", ("crosscheck", "--programs", "{d}/nope"), 2, "not a directory",
          setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-unknown-experiment", ("crosscheck", "--kernels", "nope"), 2, "unknown experiment 'nope'",
+         setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-latency-experiment", ("crosscheck", "--kernels", "demo"), 2,
+         "--kernels demo: a latency experiment; give a kernels experiment", setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-paper-only", ("crosscheck", "--kernels", "{d}/exp.toml"), 2,
+         "none of its kernels runs on a platform GVSoC models", setup="exp_paper_only", env=GV),
+    Case("crosscheck-kernels-and-programs", ("crosscheck", "--kernels", "{d}/exp.toml", "--programs", "{d}/elfs"), 2,
+         "--kernels: compares kernels, --programs ELFs; give one of them", setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-max-cycles", ("crosscheck", "--kernels", "{d}/exp.toml", "--max-cycles", "5"), 2,
+         "--max-cycles: applies to --programs", setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-without-gvsoc", ("crosscheck", "--kernels", "{d}/exp.toml"), 2, "GVSoC not found",
+         setup="exp_ok", env=(("GVSOC", "{d}/nowhere"),)),
+    Case("crosscheck-kernels-output-is-user-file", ("crosscheck", "--kernels", "{d}/exp.toml", "--output",
+                                                    "{d}/notes.txt"), 2, "is not a kernel crosscheck table",
+         setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-output-read-only", ("crosscheck", "--kernels", "{d}/exp.toml", "--output", "{ro}/k.csv"),
+         2, "Read-only file system", setup="crosscheck_kernels_ok", env=GV, fs="ro"),
+    Case("crosscheck-jobs-zero", ("crosscheck", "--kernels", "regress", "--jobs", "0"), 2, "argument --jobs:"),
+    Case("crosscheck-jobs-without-kernels", (*CC, "--jobs", "2"), 2, "--jobs: applies to --kernels",
+         setup="crosscheck_ok", env=GV),
 
     # ---- deploy ----
     *[Case(f"deploy-{flag[2:]}-{tag}", (*DEPLOY, flag, value), 2, f"argument {flag}:")
@@ -884,6 +904,15 @@ def setup_crosscheck_ok(d):
     (d / "sub").mkdir(exist_ok=True)
     (d / "elfs").mkdir()
     shutil.copy(d / "hello.elf", d / "elfs" / "hello.elf")
+
+
+def setup_crosscheck_kernels_ok(d):
+    setup_crosscheck_ok(d)
+    setup_exp_ok(d)
+
+
+def setup_exp_paper_only(d):
+    _write(d / "exp.toml", EXP_OK.replace('platforms = ["pulp-open"]', 'platforms = ["paper"]'))
 
 
 def setup_crosscheck_one_bad(d):

@@ -102,9 +102,9 @@ def test_cluster_dma_timing_close_to_gvsoc():
 
 
 def test_hyperram_timing_close_to_gvsoc():
-    """kick_to_done is seen by polling STATUS (14 cycles a poll): a read issued just after a write ends
-    finishes 5 cycles sooner in GVSoC's hyper model than the embedded one (platforms/pulp-open.toml
-    [differences]), which may show as one poll."""
+    """kick_to_done is seen by polling STATUS (14 cycles a poll): the kit's read after a write ends a few
+    cycles sooner in GVSoC's hyper model (platforms/pulp-open.toml [differences] hyper_transfer_phase),
+    which shows as one poll."""
     ours = _numbers(embedded.run(CALIB / "hyper.elf", platmod.load("pulp-open"))["stdout"])
     ref = _numbers((CALIB / "hyper.gvsoc.txt").read_text())
     for key, v in ref.items():

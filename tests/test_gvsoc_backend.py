@@ -645,8 +645,8 @@ def test_crosscheck_end_to_end(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys
     assert rows["fc_trace"]["outputs_equal"] and rows["fc_trace"]["sections"] == 1
     assert rows["fc_trace"]["cycles_embedded"] > 0 and rows["fc_trace"]["cycles_gvsoc"] is None
     assert rows["fc_pulp"]["sections"] >= 70 and rows["fc_pulp"]["sections_max_abs_pct"] == 0.0
-    # hyper.elf: HyperRAM transfers, seen by polling (14 cycles a poll): a read right after a write ends
-    # 5 cycles sooner in GVSoC (platforms/pulp-open.toml [differences]), one poll on 293 cycles
+    # hyper.elf: HyperRAM transfers, seen by polling (14 cycles a poll): the kit's read after a write ends a
+    # few cycles sooner in GVSoC (platforms/pulp-open.toml [differences]), one poll on 293 cycles
     assert 0 < rows["hyper"]["sections_max_abs_pct"] <= 100 * 14 / 293
     assert rows["hyper"]["outputs_equal"] and rows["hyper"]["counter_lines_differing"] > 0
     assert all(r["exit_embedded"] == r["exit_gvsoc"] == 0 for r in rows.values())
@@ -664,6 +664,9 @@ def test_crosscheck_end_to_end(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys
     s = pd.read_csv(tmp_path / "out" / "cc.summary.csv").set_index("comparison")
     assert s.loc["sections", "n"] == summ["sections"]["n"]
     assert sorted(p.name for p in out_csv.parent.iterdir()) == ["cc.csv", "cc.sections.csv", "cc.summary.csv"]
+    # a second run replaces the tables it wrote (each is recognised by its own header)
+    assert main(["crosscheck", "--programs", str(kit_elfs), "--output", str(out_csv), "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_crosscheck_whole_run_cycles_with_gvrun(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys, pulp_open):
@@ -772,3 +775,30 @@ def test_real_gvsoc_crosscheck(tmp_path, kit_elfs, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["summary"]["programs"] == 3 and obj["summary"]["sections"]["n"] > 80
     assert obj["summary"]["sections"]["max_abs_pct"] <= 5.0
+
+
+@needs_clang
+def test_crosscheck_kernels_end_to_end(no_gvsoc, monkeypatch, tmp_path, capsys):
+    """Every pulp-open kernel of an experiment, one ELF each, on both backends (the fake answers with what
+    the embedded simulator prints for the same ELF, so the two agree exactly)."""
+    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc")))
+    monkeypatch.setenv("PATH", ORIGINAL_PATH)
+    exp = tmp_path / "k.toml"
+    exp.write_text('[experiment]\ndescription = "t"\nkind = "kernels"\nplatforms = ["pulp-open", "paper"]\n'
+                   'steps = ["fw", "update"]\n\n[[kernel]]\nkind = "pw"\ncin = 4\ncout = 6\nhw = 3\n')
+    out = tmp_path / "out" / "k.csv"
+    assert main(["crosscheck", "--kernels", str(exp), "--output", str(out), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    rows, summ = obj["kernels"], obj["summary"]
+    assert [r["kernel"] for r in rows] == ["pw_4x6_3x3_fw_p1_pulp-open", "pw_4x6_3x3_update_p1_pulp-open"]
+    assert all(r["ok_embedded"] and r["ok_gvsoc"] and r["outputs_identical"] and r["pct_diff"] == 0.0 for r in rows)
+    assert summ["left_out"] == 2 and summ["ok_both"] == 2 and summ["cycles"]["max_abs_pct"] == 0.0
+    import pandas as pd
+
+    from harness.kernels import crosscheck as kcc
+    assert list(pd.read_csv(out).columns) == kcc.COLUMNS
+    assert kcc.read_table(out) == rows
+    assert pd.read_csv(tmp_path / "out" / "k.summary.csv")["comparison"].tolist() == ["cycles", "compute"]
+    # the same command again replaces its own tables
+    assert main(["crosscheck", "--kernels", str(exp), "--output", str(out)]) == 0
+    assert "2 kernels on both backends" in capsys.readouterr().out

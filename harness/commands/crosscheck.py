@@ -320,6 +320,11 @@ def is_kernel_crosscheck_csv(path: Path) -> bool:
     return paths.starts_with("kernel,kind,step,cycles_embedded,")(Path(path))
 
 
+# Which files a run may replace, by their first line: each table is recognised by its own header.
+OWNED = {"programs": is_crosscheck_csv, "sections": paths.starts_with("program,section,kind,"),
+         "kernels": is_kernel_crosscheck_csv, "summary": paths.starts_with("comparison,n,")}
+
+
 def kernel_output_paths(output) -> dict[str, Path]:
     p = Path(output)
     stem = p.with_suffix("") if p.suffix == ".csv" else p
@@ -339,15 +344,15 @@ def run_kernels(args) -> int:
     gvsoc.require()
     output = args.output or str(ROOT / "results" / "crosscheck" / f"{Path(args.kernels).stem}.csv")
     out_paths = kernel_output_paths(output)
-    for path in out_paths.values():
-        paths.output_file(path, "--output", owned=is_kernel_crosscheck_csv, kind="a kernel crosscheck table")
+    for key, path in out_paths.items():
+        paths.output_file(path, "--output", owned=OWNED[key], kind="a kernel crosscheck table")
     done = [0]
 
     def progress(row):
         done[0] += 1
         if not args.json:
-            what = row["error"] or f"{kcc._fmt(row['pct_diff'], '{:+.2f} %')} cycles, " \
-                                   f"{kcc._fmt(row['compute_pct_diff'], '{:+.2f} %')} compute"
+            what = row["error"] or f"{kcc.fmt(row['pct_diff'], '{:+.2f} %')} cycles, " \
+                                   f"{kcc.fmt(row['compute_pct_diff'], '{:+.2f} %')} compute"
             print(f"crosscheck: [{done[0]}/{len(keep)}] {row['kernel']}: {what}", file=sys.stderr)
 
     rows = kcc.run(keep, jobs=args.jobs, progress=progress)
@@ -374,7 +379,7 @@ def _print_kernels(rows, summary) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from harness.kernels.crosscheck import _fmt, summary_line
+    from harness.kernels.crosscheck import fmt as _fmt, summary_line
 
     con = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
     t = Table(title="kernels: embedded simulator vs GVSoC (pulp-open), the same ELF")
@@ -401,7 +406,7 @@ def run(args) -> int:
     gvsoc.require()  # before building or simulating anything: without GVSoC there is nothing to compare
     # the output files are checked before any program runs, so that a bad --output loses nothing
     for key, path in output_paths(args.output).items():
-        paths.output_file(path, "--output", owned=is_crosscheck_csv, kind="a crosscheck table")
+        paths.output_file(path, "--output", owned=OWNED[key], kind="a crosscheck table")
     plat = platmod.load("pulp-open")
     rows, sections, failed = [], [], 0
     with tempfile.TemporaryDirectory(prefix="pulp-odl-crosscheck-") as scratch:

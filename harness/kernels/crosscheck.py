@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
+from harness.commands.crosscheck import pct_diff
 from harness.errors import UserError
 from harness.experiments import plan as planmod
 from harness.experiments import spec as expspec
@@ -20,14 +21,6 @@ from harness.experiments import spec as expspec
 COLUMNS = ["kernel", "kind", "step", "cycles_embedded", "cycles_gvsoc", "pct_diff", "compute_embedded",
            "compute_gvsoc", "compute_pct_diff", "ok_embedded", "ok_gvsoc", "outputs_identical", "error"]
 SUMMARY_COLUMNS = ["comparison", "n", "mean_abs_pct", "max_abs_pct", "worst"]
-
-
-def pct_diff(ours, ref):
-    if ours is None or ref is None:
-        return None
-    if ref == 0:
-        return 0.0 if ours == 0 else None
-    return 100.0 * (ours - ref) / ref
 
 
 def specs(experiment: str) -> tuple[list, list]:
@@ -113,8 +106,8 @@ def run(kernel_specs: list, jobs: int = 1, progress=None) -> list[dict]:
         return list(pool.map(one, kernel_specs))
 
 
-def _fmt(v, fmt) -> str:
-    return "n/a" if v is None else fmt.format(v)
+def fmt(v, pattern: str) -> str:
+    return "n/a" if v is None else pattern.format(v)
 
 
 def markdown(rows: list[dict], summary: dict) -> str:
@@ -124,9 +117,9 @@ def markdown(rows: list[dict], summary: dict) -> str:
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: | :---: |"]
     for r in rows:
         ok = f"{'ok' if r['ok_embedded'] else 'FAIL'} / {'ok' if r['ok_gvsoc'] else 'FAIL'}"
-        out.append(f"| {r['kernel']} | {_fmt(r['cycles_embedded'], '{:,}')} | {_fmt(r['cycles_gvsoc'], '{:,}')} "
-                   f"| {_fmt(r['pct_diff'], '{:+.2f} %')} | {_fmt(r['compute_embedded'], '{:,}')} "
-                   f"| {_fmt(r['compute_gvsoc'], '{:,}')} | {_fmt(r['compute_pct_diff'], '{:+.2f} %')} | {ok} "
+        out.append(f"| {r['kernel']} | {fmt(r['cycles_embedded'], '{:,}')} | {fmt(r['cycles_gvsoc'], '{:,}')} "
+                   f"| {fmt(r['pct_diff'], '{:+.2f} %')} | {fmt(r['compute_embedded'], '{:,}')} "
+                   f"| {fmt(r['compute_gvsoc'], '{:,}')} | {fmt(r['compute_pct_diff'], '{:+.2f} %')} | {ok} "
                    f"| {'yes' if r['outputs_identical'] else 'no'} |")
     out.append("")
     out.append(summary_line(summary))
@@ -137,8 +130,8 @@ def summary_line(summary: dict) -> str:
     c, k = summary["cycles"], summary["compute"]
     worst = f" ({c['worst']})" if c["worst"] else ""
     text = (f"{summary['kernels'] - summary['failed']} kernels on both backends: cycles |difference| mean "
-            f"{_fmt(c['mean_abs_pct'], '{:.2f} %')}, max {_fmt(c['max_abs_pct'], '{:.2f} %')}{worst}; "
-            f"compute mean {_fmt(k['mean_abs_pct'], '{:.2f} %')}, max {_fmt(k['max_abs_pct'], '{:.2f} %')}; "
+            f"{fmt(c['mean_abs_pct'], '{:.2f} %')}, max {fmt(c['max_abs_pct'], '{:.2f} %')}{worst}; "
+            f"compute mean {fmt(k['mean_abs_pct'], '{:.2f} %')}, max {fmt(k['max_abs_pct'], '{:.2f} %')}; "
             f"NumPy checks pass on both for {summary['ok_both']}, identical outputs for {summary['outputs_identical']}")
     if summary["failed"]:
         text += f"; {summary['failed']} could not be run"
@@ -186,15 +179,12 @@ def update_readme(readme, name: str, table) -> bool:
     """Rewrite the README's block for `name` from `table`; True if the text changed."""
     from pathlib import Path
 
-    from harness.experiments import plan as planmod_
-
     readme, text = Path(readme), Path(readme).read_text()
     begin, end = README_BEGIN.format(name=name), README_END.format(name=name)
     if begin not in text or end not in text:
         raise UserError(f"{readme}: has no block for '{name}' (the lines {begin!r} ... {end!r})")
     rows = read_table(table)
-    exp = expspec.load(name)
-    left = len(planmod_.expand(exp).specs) - len(rows)
+    left = len(specs(name)[1])
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     new = head + readme_block(name, rows, left) + tail

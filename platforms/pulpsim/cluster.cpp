@@ -506,10 +506,16 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
     std::memcpy(&mem[h.addr], p, n);
   }
   const ExtMem& em = ext_mem[hyper_mem_sel];
-  double cpb = read ? em.read_cpb : em.write_cpb;
-  uint64_t setup = read ? em.read_setup : em.write_setup;
+  // A read moves read_cycles_per_byte; a write sends its first write_fast_bytes at a byte per cycle (GVSoC:
+  // the uDMA has read them ahead from L2) and the rest at write_cycles_per_byte.
   uint64_t start = std::max<uint64_t>(c.t + 1, udma_free_at);
-  uint64_t dur = setup + (uint64_t)(cpb * n + 0.5);
+  uint64_t dur;
+  if (read) {
+    dur = em.read_setup + (uint64_t)(em.read_cpb * n + 0.5);
+  } else {
+    uint64_t fast = std::min<uint64_t>(n, em.write_fast);
+    dur = em.write_setup + fast + (uint64_t)(em.write_cpb * (double)(n - fast) + 0.5);
+  }
   udma_free_at = start + dur;
   udma_busy_cycles += dur;
   udma_bytes += n;

@@ -48,7 +48,7 @@ Machine::Machine(const std::map<std::string, double>& values) {
   for (int i = 0; i < 2; i++) {
     std::string k = std::string("mem.") + (i ? "flash" : "hyperram") + ".";
     ext_mem[i] = ExtMem{cfg.get(k + "read_cycles_per_byte"), cfg.get(k + "write_cycles_per_byte"),
-                        cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles")};
+                        cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles"), cfg.u(k + "write_fast_bytes")};
   }
   core_order = cfg.u("cluster.core_order");
   for (auto& m : soc_eu_fc_mask) m = 0xffffffffu;  // every SoC event held back at reset

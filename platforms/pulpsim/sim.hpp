@@ -458,7 +458,7 @@ class Machine {
 
   // ---- peripheral DMA (uDMA) and external memories ----
   std::vector<uint8_t> hyperram, flash;
-  struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup; };
+  struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup, write_fast; };
   ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
   uint32_t hyper_mem_sel = 0;
   struct HyperTrans { uint32_t rx_saddr = 0, rx_size = 0, tx_saddr = 0, tx_size = 0, ca = 0, addr = 0; bool busy = false; };
