@@ -177,12 +177,28 @@ MAIN_TAIL = r"""
   printf("ODL cycles %u cluster %u ext_in %u ext_out %u compute %u dma_wait %u\n", t3 - t0, t2 - t1, t1 - t0, t3 - t2,
          odl_result[1], odl_result[2]);
 #ifdef ODL_DUMP
-  /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line. */
+  /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line, after the
+   * measured part. Each line is built here and written with one puts: few calls, so the dump stays
+   * cheap to simulate and small in a timeline. */
+  static const char hex[] = "0123456789abcdef";
   for (unsigned t = 0; t < sizeof(odl_outputs) / sizeof(odl_outputs[0]); t++)
     for (unsigned i = 0; i < odl_outputs[t].words; i += 8) {
-      printf("ODLOUT %u %u", t, i);
-      for (unsigned j = i; j < i + 8 && j < odl_outputs[t].words; j++) printf(" %08x", odl_outputs[t].data[j]);
-      printf("\n");
+      char line[8 + 2 * 11 + 8 * 9 + 1], dec[11];
+      unsigned n = 0, k, v;
+      for (const char *p = "ODLOUT"; *p; p++) line[n++] = *p;
+      for (unsigned f = 0; f < 2; f++) {
+        v = f ? i : t;
+        k = 0;
+        do { dec[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+        line[n++] = ' ';
+        while (k) line[n++] = dec[--k];
+      }
+      for (unsigned j = i; j < i + 8 && j < odl_outputs[t].words; j++) {
+        line[n++] = ' ';
+        for (int b = 28; b >= 0; b -= 4) line[n++] = hex[(odl_outputs[t].data[j] >> b) & 15];
+      }
+      line[n] = 0;
+      puts(line);
     }
 #endif
   return 0;
