@@ -66,6 +66,14 @@ regress:
 golden:
 	$(PYTHON) -m harness regress --update
 
+# The README's GVSoC cross-check: every pulp-open kernel of the regress set built once and run on both
+# backends (needs a GVSoC: set GVSOC), written to results/crosscheck/regress.csv, then the README's
+# block rewritten from that table (tests/test_readme_crosscheck.py holds the two together).
+.PHONY: readme-crosscheck
+readme-crosscheck:
+	$(PYTHON) -m harness crosscheck --kernels regress
+	$(PYTHON) -m harness.kernels.crosscheck --readme README.md results/crosscheck/regress.csv
+
 # An ONNX model through the deployer: a small sweep on examples/models/ds_cnn.onnx (examples/models/
 # kws_sweep.toml; examples/models/make_models.py wrote the model); writes results/kws_sweep/.
 .PHONY: example-onnx

@@ -46,6 +46,10 @@ def _timing_schema() -> dict:
     return {k.name: (_choice(*k.choice) if k.choice else ("min", k.min), SIM) for k in timing_table().keys.values()}
 
 
+# The choices of the simulator's C++ (sim.hpp: ICache::Replacement, Machine::CoreOrder), in their order.
+ICACHE_REPLACEMENT = ("lfsr8", "round_robin")
+CORE_ORDER = ("last_woken_first", "index")
+
 # section -> field -> (type, reader); every field is required. [timing] has the keys of isa/timing.toml.
 SCHEMA: dict[str, dict[str, Any]] = {
     "platform": {"name": (_STR, "harness/platform.py"), "description": (_STR, DOCTOR), "models": (_STR, GVSOC),
@@ -55,12 +59,14 @@ SCHEMA: dict[str, dict[str, Any]] = {
             "xpulp": (_BOOL, SIM), "fp16_simd": (_BOOL, SIM)},
     "fc": {"cluster_id": (_INT, SIM), "core_id": (_INT, SIM), "fetch_line": (_INT, SIM), "fetch_latency": (_INT, SIM),
            "icache_size": (_INT, SIM), "icache_ways": (_INT, SIM), "icache_miss_latency": (_INT, SIM),
-           "stack_size": (_INT, RUNTIME)},
+           "icache_replacement": (_choice(*ICACHE_REPLACEMENT), SIM), "stack_size": (_INT, RUNTIME)},
     "cluster": {"cores": (_INT, SIM), "hartid_cluster": (_INT, SIM), "fpus": (_INT, SIM), "div_units": (_INT, SIM),
                 "tcdm_conflicts": (_BOOL, SIM), "space_size": (_INT, SIM), "fetch_line": (_INT, SIM),
                 "fetch_latency": (_INT, SIM), "icache_l0_size": (_INT, SIM), "icache_l0_ways": (_INT, SIM),
                 "icache_l0_latency": (_INT, SIM), "icache_l1_size": (_INT, SIM), "icache_l1_ways": (_INT, SIM),
-                "icache_miss_latency": (_INT, SIM), "stack_size": (_INT, RUNTIME)},
+                "icache_l1_banks": (_INT, SIM), "icache_miss_latency": (_INT, SIM),
+                "icache_replacement": (_choice(*ICACHE_REPLACEMENT), SIM),
+                "core_order": (_choice(*CORE_ORDER), SIM), "stack_size": (_INT, RUNTIME)},
     "bus": {k: (_INT, SIM) for k in ("fc_apb", "fc_cluster_periph", "cluster_periph", "cluster_demux", "cluster_apb")},
     "timing": {},
     "peripherals": {},
@@ -69,7 +75,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "differences": {},
 }
 # Windows the simulator and the runtime use by name; a platform may list more (quiet windows).
-PERIPHERALS = ("soc_apb", "udma", "soc_ctrl", "soc_eu", "fc_icache_ctrl", "fc_timer", "stdout", "cluster_periph",
+PERIPHERALS = ("soc_apb", "udma", "soc_ctrl", "soc_eu", "fc_itc", "fc_icache_ctrl", "fc_timer", "stdout", "cluster_periph",
                "cluster_ctrl", "cluster_timer", "event_unit", "cluster_icache_ctrl", "dma", "eu_demux", "dma_demux")
 MEMORY_SCHEMA = {
     "l2": {"name": (_STR, SIM), "kind": (_STR, SIM), "base": (_INT, SIM), "size": (_INT, SIM),
@@ -79,7 +85,8 @@ MEMORY_SCHEMA = {
            "cluster_latency": (_INT, SIM)},
     "external": {"name": (_STR, SIM), "kind": (_STR, SIM), "size": (_INT, SIM),
                  "read_cycles_per_byte": (_NUM, SIM), "write_cycles_per_byte": (_NUM, SIM),
-                 "read_setup_cycles": (_INT, SIM), "write_setup_cycles": (_INT, SIM)},
+                 "read_setup_cycles": (_INT, SIM), "write_setup_cycles": (_INT, SIM),
+                 "write_fast_bytes": (_INT, SIM)},
 }
 REQUIRED_MEMORIES = ("l2", "l1", "hyperram", "flash")
 # Sections a platform file does not take from the one it inherits: what it is, and how the
@@ -103,7 +110,7 @@ def schema() -> dict:
 # Fields that divide, size or count something: 0 passes the schema's non-negative check but would
 # divide by zero later (in the simulator, the memory model or the latency tables).
 POSITIVE = {"platform": ("clock_hz",), "fc": ("icache_size", "icache_ways", "stack_size"),
-            "cluster": ("div_units", "icache_l0_size", "icache_l0_ways", "icache_l1_size", "icache_l1_ways",
+            "cluster": ("div_units", "icache_l0_size", "icache_l0_ways", "icache_l1_size", "icache_l1_ways", "icache_l1_banks",
                         "stack_size"),
             "dma": ("bytes_per_cycle", "l1_to_l2_burst")}
 POSITIVE_MEMORY = ("size", "banks", "bank_width")
@@ -272,6 +279,7 @@ def _validate(path: Path, raw: dict) -> dict:
         for key in keys:
             if out[sec][key] < 1:
                 raise UserError(f"{path}: [{sec}] {key}: must be at least 1, got {out[sec][key]!r}")
+    _power_of_two(path, "cluster", "icache_l1_banks", out["cluster"]["icache_l1_banks"])  # interleaved by line
     c = out["cluster"]
     if not 1 <= c["cores"] <= 16:
         raise UserError(f"{path}: [cluster] cores: must be between 1 and 16, got {c['cores']}")

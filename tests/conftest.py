@@ -64,3 +64,18 @@ def run_elf():
         return embedded.run(elf, platmod.load(platform), **kw)
 
     return _run
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say what was skipped and why (no GVSoC, no clang, no calibration kit...), one line per reason."""
+    from collections import Counter
+
+    reasons = Counter()
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.write_sep("-", "skipped")
+        for reason, n in reasons.most_common():
+            terminalreporter.write_line(f"{n} skipped: {reason}")

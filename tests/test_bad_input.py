@@ -106,6 +106,8 @@ CASES = [
     Case("run-max-cycles-zero", ("run", "{d}/hello.elf", "--max-cycles", "0"), 2, "from 1 to"),
     Case("run-max-cycles-negative", ("run", "{d}/hello.elf", "--max-cycles", "-5"), 2, "from 1 to"),
     Case("run-missing-elf", ("run", "{d}/nope.elf"), 2, "no such file"),
+    Case("run-report-with-json", ("run", "{d}/hello.elf", "--report", "--json"), 2,
+         "--report: the JSON object of --json already holds the cycle report"),
     Case("run-directory-as-elf", ("run", "{d}/sub"), 2, "is a directory", setup="subdir"),
     Case("run-text-as-elf", ("run", "{d}/notes.txt"), 2, "not a readable ELF"),
     Case("run-host-elf", ("run", "{d}/host.elf"), 2, "not a 32-bit RISC-V ELF", setup="host_elf"),
@@ -430,6 +432,26 @@ CASES = [
     Case("crosscheck-max-cycles-zero", (*CC, "--max-cycles", "0"), 2, "argument --max-cycles:"),
     Case("crosscheck-programs-missing", ("crosscheck", "--programs", "{d}/nope"), 2, "not a directory",
          setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-unknown-experiment", ("crosscheck", "--kernels", "nope"), 2, "unknown experiment 'nope'",
+         setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-latency-experiment", ("crosscheck", "--kernels", "demo"), 2,
+         "--kernels demo: a latency experiment; give a kernels experiment", setup="gvsoc_exit_0", env=GV),
+    Case("crosscheck-kernels-paper-only", ("crosscheck", "--kernels", "{d}/exp.toml"), 2,
+         "none of its kernels runs on a platform GVSoC models", setup="exp_paper_only", env=GV),
+    Case("crosscheck-kernels-and-programs", ("crosscheck", "--kernels", "{d}/exp.toml", "--programs", "{d}/elfs"), 2,
+         "--kernels: compares kernels, --programs ELFs; give one of them", setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-max-cycles", ("crosscheck", "--kernels", "{d}/exp.toml", "--max-cycles", "5"), 2,
+         "--max-cycles: applies to --programs", setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-without-gvsoc", ("crosscheck", "--kernels", "{d}/exp.toml"), 2, "GVSoC not found",
+         setup="exp_ok", env=(("GVSOC", "{d}/nowhere"),)),
+    Case("crosscheck-kernels-output-is-user-file", ("crosscheck", "--kernels", "{d}/exp.toml", "--output",
+                                                    "{d}/notes.txt"), 2, "is not a kernel crosscheck table",
+         setup="crosscheck_kernels_ok", env=GV),
+    Case("crosscheck-kernels-output-read-only", ("crosscheck", "--kernels", "{d}/exp.toml", "--output", "{ro}/k.csv"),
+         2, "Read-only file system", setup="crosscheck_kernels_ok", env=GV, fs="ro"),
+    Case("crosscheck-jobs-zero", ("crosscheck", "--kernels", "regress", "--jobs", "0"), 2, "argument --jobs:"),
+    Case("crosscheck-jobs-without-kernels", (*CC, "--jobs", "2"), 2, "--jobs: applies to --kernels",
+         setup="crosscheck_ok", env=GV),
 
     # ---- deploy ----
     *[Case(f"deploy-{flag[2:]}-{tag}", (*DEPLOY, flag, value), 2, f"argument {flag}:")
@@ -447,9 +469,10 @@ CASES = [
 
     # ---- an output in a directory that does not exist yet: created, not an error ----
     Case("build-o-in-missing-directory", ("build", "{d}/hello.c", "-o", "{d}/new/dir/x.elf"), 0, "built", stream="stdout"),
-    Case("run-trace-in-missing-directory", ("run", "{d}/hello.elf", "--trace", "{d}/new/t.txt"), 7, "cycle report",
-         stream="stdout"),
-    Case("run-timeline-in-missing-directory", (*RUN_TL, "{d}/new/t.json"), 7, "trace events", stream="stdout"),
+    Case("run-trace-in-missing-directory", ("run", "{d}/hello.elf", "--trace", "{d}/new/t.txt"), 7,
+         "sum of squares 1..100 = 338350", stream="stdout"),
+    Case("run-timeline-in-missing-directory", (*RUN_TL, "{d}/new/t.json"), 7, "sum of squares", stream="stdout"),
+    Case("run-report-on-stderr", ("run", "{d}/hello.elf", "--report"), 7, "sum of squares", stream="stdout"),
     Case("kernel-keep-missing-directory", kernel_with("--keep", "{d}/new/k"), 0, "pw 4->4", stream="stdout"),
     Case("report-output-missing-directory", (*REPORT, "--output", "{d}/new/site"), 0, "dashboard:", setup="results_ok",
          stream="stdout"),
@@ -909,6 +932,15 @@ def setup_crosscheck_ok(d):
     (d / "sub").mkdir(exist_ok=True)
     (d / "elfs").mkdir()
     shutil.copy(d / "hello.elf", d / "elfs" / "hello.elf")
+
+
+def setup_crosscheck_kernels_ok(d):
+    setup_crosscheck_ok(d)
+    setup_exp_ok(d)
+
+
+def setup_exp_paper_only(d):
+    _write(d / "exp.toml", EXP_OK.replace('platforms = ["pulp-open"]', 'platforms = ["paper"]'))
 
 
 def setup_crosscheck_one_bad(d):

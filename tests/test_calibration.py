@@ -1,7 +1,7 @@
-"""The GVSoC calibration kit's fabric-controller programs, run on the embedded simulator, against
-the exact output GVSoC printed. Every timed section must agree; the icaches replace lines
-pseudo-randomly in GVSoC (an LFSR we do not model), so where instruction-miss cycles differ the
-sections are compared on cycles minus instruction-miss cycles, as the kit's README prescribes."""
+"""The GVSoC calibration kit's programs, run on the embedded simulator, against the exact output GVSoC
+printed. The single-core programs (fc_core, fc_pulp, fc_trace, cl_core) agree in every number: the
+icaches replace lines with GVSoC's LFSR. The multi-core and DMA programs agree within 1 cycle or 1 %:
+there the cores start a section a few cycles apart in GVSoC, which the model does not reproduce."""
 import pytest
 
 from harness import platform as platmod
@@ -52,9 +52,8 @@ def test_fc_program_matches_gvsoc(prog, min_sections):
     res = embedded.run(CALIB / f"{prog}.elf", platmod.load("pulp-open"))
     assert res["status"] == "exit" and res["exit_code"] == int(ref_text.split("exit ")[-1].split()[0])
     exact, icache_only, bad = compare(parse(res["stdout"]), parse(ref_text))
-    assert not bad, f"{len(bad)} sections differ from GVSoC, e.g. {bad[:5]}"
-    assert exact + icache_only >= min_sections
-    assert icache_only <= max(2, (exact + icache_only) // 20)  # the LFSR only touches a few warm runs
+    assert not bad and not icache_only, f"{len(bad) + icache_only} sections differ from GVSoC, e.g. {bad[:5]}"
+    assert exact >= min_sections
 
 
 def test_fc_trace_cycles_match_gvsoc_trace():
@@ -84,8 +83,8 @@ def test_cluster_cores_alone_match_gvsoc():
     ref_text = (CALIB / "cl_core.gvsoc.txt").read_text()
     res = embedded.run(CALIB / "cl_core.elf", platmod.load("pulp-open"))
     exact, icache_only, bad = compare(parse(res["stdout"]), parse(ref_text))
-    assert not bad, f"{len(bad)} sections differ, e.g. {bad[:5]}"
-    assert exact + icache_only >= 1150
+    assert not bad and not icache_only, f"{len(bad) + icache_only} sections differ, e.g. {bad[:5]}"
+    assert exact >= 1150
 
 
 def _numbers(text):
@@ -98,18 +97,22 @@ def test_cluster_dma_timing_close_to_gvsoc():
     for key, v in ref.items():
         if key.endswith(".ok"):
             assert ours[key] == 1, key
-        elif key.endswith(".cycles") and ".l2_to_l1.16x64" not in key:  # that one hides icache misses under the transfer
-            assert abs(ours[key] - v) <= max(5, 0.01 * v), (key, ours[key], v)
+        elif key.endswith((".cycles", ".issue", ".imiss")):
+            assert abs(ours[key] - v) <= max(1, 0.01 * v), (key, ours[key], v)
 
 
 def test_hyperram_timing_close_to_gvsoc():
+    """kick_to_done is seen by polling STATUS (14 cycles a poll): the kit's read after a write ends a few
+    cycles sooner in GVSoC's hyper model (platforms/pulp-open.toml [differences] hyper_transfer_phase),
+    which shows as one poll."""
     ours = _numbers(embedded.run(CALIB / "hyper.elf", platmod.load("pulp-open"))["stdout"])
     ref = _numbers((CALIB / "hyper.gvsoc.txt").read_text())
     for key, v in ref.items():
         if key.endswith(".ok"):
             assert ours[key] == 1
         if key.endswith(".kick_to_done"):
-            assert abs(ours[key] - v) / v < 0.01, (key, ours[key], v)
+            polls = key[: -len("kick_to_done")] + "polls"
+            assert abs(ours[key] - v) / v < 0.01 or abs(ours[polls] - ref[polls]) <= 1, (key, ours[key], v)
 
 
 def test_contention_close_to_gvsoc():
@@ -117,10 +120,11 @@ def test_contention_close_to_gvsoc():
     ours = _numbers(embedded.run(CALIB / "cl_contention.elf", platmod.load("pulp-open"))["stdout"])
     ref = _numbers((CALIB / "cl_contention.gvsoc.txt").read_text())
     for key, v in ref.items():
-        if key.endswith(".cycles") and "fdiv" not in key:
-            assert abs(ours[key] - v) <= max(3, 0.02 * v), (key, ours[key], v)
-        if key.endswith(".cycles") and "fdiv" in key:  # the divider's arbitration order differs; the total load not
-            assert abs(ours[key] - v) / v < 0.06, (key, ours[key], v)
+        if key.endswith(".cycles"):   # the shared divider too: GVSoC's order of the cores decides who waits
+            assert abs(ours[key] - v) <= max(1, 0.01 * v), (key, ours[key], v)
+    for n in range(8):   # eight cores on one divider queue in GVSoC's order: exact
+        key = f"fpu_fdiv_n16.on_all8.pe{n}.cycles"
+        assert ours[key] == ref[key], key
     # the barrier: everyone leaves together, 6 cycles after the last arrival (p.elw costs 5)
     for i in range(8):
         assert ours[f"barrier_skew100.pe{i}.leave_minus_last_arrival"] == 6

@@ -61,7 +61,8 @@ def test_bank_conflicts_follow_the_model(build_c, run_elf):
     # 8 cores, one load every 2 cycles each: on one bank they share one access per cycle -> 8 cycles
     # per iteration for the last core; on 8 different banks nothing stalls.
     assert paper["tcdm.diff"] == 2 * 64 + 2
-    assert paper["tcdm.same"] == 8 * 64 + 1
+    # (+1 or +2: which core the bank serves last in a cycle follows the order the cores run in)
+    assert 8 * 64 + 1 <= paper["tcdm.same"] <= 8 * 64 + 2
     assert platmod.load("paper").cluster["tcdm_conflicts"]
     gv = _micro(build_c, run_elf, "pulp-open")  # GVSoC's pulp-open has no TCDM conflicts
     assert gv["tcdm.same"] == gv["tcdm.diff"] == 2 * 64 + 2
@@ -70,11 +71,13 @@ def test_bank_conflicts_follow_the_model(build_c, run_elf):
 def test_fpu_sharing_on_pulp_open(build_c, run_elf):
     m = _micro(build_c, run_elf, "pulp-open")
     alone = m["fpu.alone"]
-    assert m["fpu.quad"] == alone             # cores 0..3 use FPUs 0..3
+    # cores 0..3 use FPUs 0..3: no contention, only an instruction-cache refill (2 cycles: an L0 miss that
+    # hits the shared L1) that the LFSR replacement may or may not leave
+    assert alone <= m["fpu.quad"] <= alone + 2
     assert 1.9 < m["fpu.pair"] / alone < 2.05  # cores 0 and 4 share FPU 0 (GVSoC: 514 vs 263)
     assert 1.9 < m["fpu.all"] / alone < 2.05
     p = _micro(build_c, run_elf, "paper")      # one FPU per core
-    assert p["fpu.pair"] == p["fpu.all"] == p["fpu.alone"]
+    assert all(p["fpu.alone"] <= p[k] <= p["fpu.alone"] + 2 for k in ("fpu.pair", "fpu.quad", "fpu.all"))
 
 
 def test_dma_bandwidth_within_5_percent(build_c, run_elf):
@@ -118,6 +121,21 @@ int main(void) {
   return 0;
 }'''
 
+# The cores wait forever while the FC polls a flag of its own instead of sleeping in wfi.
+POLL_FOREVER = r'''
+#include <pmsis.h>
+static volatile int done;
+static void stuck(void *a) { (void)a; pulp_evt_wait_clear(1u << 5); }
+int main(void) {
+  struct pi_device cl; struct pi_cluster_conf c;
+  pi_cluster_conf_init(&c); pi_open_from_conf(&cl, &c); pi_cluster_open(&cl);
+  pulp_wr(PULP_EVENT_UNIT + PULP_EU_FULL_SW_EVENT + 4 * PULP_EU_EVT_SW0, 1u);  /* core 0 looks at its mailbox */
+  (void)stuck;
+  while (!done) {
+  }
+  return 0;
+}'''
+
 
 def test_runaway_cluster_core_hits_the_cycle_limit(build_c, capsys):
     from harness.cli import main
@@ -127,20 +145,20 @@ def test_runaway_cluster_core_hits_the_cycle_limit(build_c, capsys):
     assert code != 0 and len(err) == 1 and "cycle limit" in err[0]
 
 
-def test_core_waiting_forever_is_a_deadlock(build_c, capsys):
+def test_cores_waiting_forever_while_the_fc_polls_is_a_deadlock(build_c, capsys):
     from harness.cli import main
 
-    code = main(["run", str(build_c(WAIT_FOREVER))])
+    code = main(["run", str(build_c(POLL_FOREVER))])
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1
-    assert "deadlock" in err[0] and "cluster core 3 waits for events 0x" in err[0]
+    assert "deadlock" in err[0] and "cluster core 0 waits for events 0x" in err[0]
     assert "fc polls" in err[0]
 
 
 def test_fc_in_wfi_with_cores_waiting_forever_is_a_deadlock(build_c, capsys):
     from harness.cli import main
 
-    code = main(["run", str(build_c(WAIT_FOREVER, defines=["PULP_FC_WAIT_WFI=1"]))])
+    code = main(["run", str(build_c(WAIT_FOREVER))])
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1
     assert "deadlock" in err[0] and "fc in wfi" in err[0] and "cluster core 3 waits" in err[0]

@@ -57,6 +57,19 @@ if mode == "sleep":
     (here / "child.pid").write_text(str(child.pid))
     child.wait()
     sys.exit(0)
+if mode == "hang":   # as GVSoC on a program that never ends: output buffered, flushed when interrupted
+    sys.stdout.write("started\n")
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        sys.stderr.write("Input error: Platform returned an error (exitcode: -2)\n")
+        sys.exit(1)
+for flag, flavour in (("--trace", "debug"), ("--stats", "profile")):
+    if mode == "no-" + flavour and any(a.startswith(flag) for a in args):
+        sys.stderr.write(f"sh: 1: gvsoc_launcher_{{flavour}}: not found\n"
+                         "Input error: Platform returned an error (exitcode: 127)\n")
+        sys.exit(1)
 elf = work = None
 for a in args:
     if a.startswith("--binary="):
@@ -379,15 +392,44 @@ def test_name_values_and_sections():
     assert s == {"n": 2, "mean_abs_pct": 15.0, "max_abs_pct": 25.0}
 
 
+def test_counter_lines_are_set_apart():
+    ours = "result 5\nx.cycles 12\nODL cycles 300 compute 200\nmeasured 70 cycles, 9 instructions\n"
+    ref = "result 5\nx.cycles 10\nODL cycles 301 compute 199\nmeasured 71 cycles, 9 instructions\n"
+    assert crosscheck.diff_lines(ours, ref) == (0, 3)          # equal outputs, three counter lines differ
+    assert crosscheck.diff_lines("result 5\n", "result 6\n") == (1, 0)   # a result is not a counter
+    assert crosscheck.diff_lines("a\nb\n", "a\n") == (1, 0)
+    # a timing beside its section's own cycles is a part of it, kept out of the sections' figures
+    rows = {r["section"]: r for r in crosscheck.compare_sections(
+        "d.cycles 40\nd.issue 16\nd.imiss 6\nh.kick_to_done 300\n", "d.cycles 38\nd.issue 10\nd.imiss 4\nh.kick_to_done 290\n")}
+    assert rows["d.issue"]["kind"] == "part" and rows["d.cycles"]["kind"] == "section"
+    assert rows["d.cycles"]["pct_diff"] == 0.0 and rows["h.kick_to_done"]["kind"] == "section"
+
+
+# Every section of the kit within 1 cycle or 1 %, but hyper's polled transfers (one poll: 14 of 293 cycles)
+KIT_LIMITS = [("fc_core", 0.0), ("fc_pulp", 0.0), ("fc_trace", 0.0), ("cl_core", 0.0), ("cl_contention", 1.0),
+              ("cl_dma", 1.0), ("hyper", 100 * 14 / 293)]
+
+
 @needs_calibration
-@pytest.mark.parametrize("prog,max_pct", [("fc_pulp", 0.0), ("fc_trace", 0.0), ("hyper", 1.0)])
+@pytest.mark.parametrize("prog,max_pct", KIT_LIMITS)
 def test_sections_of_kit_programs_against_recordings(prog, max_pct, pulp_open):
     """The comparison crosscheck makes, on the embedded run and GVSoC's recorded output."""
     ref, _ = gvsoc.parse_recorded((CALIB / f"{prog}.gvsoc.txt").read_text())
     emb = embedded.run(CALIB / f"{prog}.elf", pulp_open)
     rows = crosscheck.compare_sections(emb["stdout"], ref)
     assert rows and all(r["embedded"] is not None for r in rows)
-    assert max(abs(r["pct_diff"]) for r in rows) <= max_pct
+    raw_e, raw_g = dict(crosscheck.name_values(emb["stdout"])), dict(crosscheck.name_values(ref))
+
+    def close(e, g):
+        return abs(e - g) <= 1 or abs(e - g) <= max_pct / 100 * g
+    # a section is compared minus its own misses; where a miss of another core held it at a barrier
+    # (cl_contention's barrier sections) its raw cycles are what agrees
+    bad = [r for r in rows if not close(r["embedded"], r["gvsoc"])
+           and not (r["minus_imiss"] and close(raw_e[r["section"]], raw_g[r["section"]]))]
+    assert not bad, bad[:3]
+    # outputs are the same apart from counter lines (exact where every section is)
+    other, _ = crosscheck.diff_lines(emb["stdout"], ref)
+    assert other == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,6 +545,30 @@ def test_run_timeout_kills_the_simulator(no_gvsoc, monkeypatch, kit_elfs, pulp_o
         pytest.fail("the simulator process outlived the timeout")
 
 
+def test_run_limit_keeps_what_the_program_printed(no_gvsoc, monkeypatch, kit_elfs, pulp_open):
+    """On a run limit GVSoC is interrupted first, so the output it buffered is not lost, and its
+    'exitcode: -2' is not taken for the program's status."""
+    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc", mode="hang")))
+    monkeypatch.setattr(gvsoc, "START_SECONDS", 2.0)
+    res = gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, max_cycles=1000)
+    assert res["status"] == "cycle_limit" and res["exit_code"] is None and res["stdout"] == "started\n"
+
+
+@pytest.mark.parametrize("mode,kwargs,words", [
+    ("no-debug", {"trace": "t.txt"}, ["gvsoc_launcher_debug: not found", "lacks its debug build", "--trace"]),
+    ("no-profile", {"stats": True}, ["gvsoc_launcher_profile: not found", "lacks its profile build", "--stats"]),
+])
+def test_missing_flavour_is_one_line_naming_it(no_gvsoc, monkeypatch, kit_elfs, pulp_open, mode, kwargs, words):
+    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvrun", mode=mode)))
+    if "trace" in kwargs:
+        kwargs = {"trace": str(no_gvsoc / kwargs["trace"])}
+    with pytest.raises(UserError) as e:
+        gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, **kwargs)
+    msg = str(e.value)
+    assert "\n" not in msg and all(w in msg for w in words), msg
+    assert "127" not in msg   # the shell's status is not the program's
+
+
 def _alive(pid: int) -> bool:
     """Running, as opposed to gone or a zombie waiting for whoever adopted it to reap it."""
     try:
@@ -543,8 +609,11 @@ def _env_without_gvsoc(tmp_path) -> dict:
 def test_cli_run_backend_gvsoc(no_gvsoc, monkeypatch, kit_elfs, capsys):
     monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc", exit=5)))
     assert main(["run", str(kit_elfs / "fc_trace.elf"), "--backend", "gvsoc"]) == 5
-    out = capsys.readouterr().out
-    assert out.startswith("mix.nc.cycles 822\n") and "gvsoc" in out and "n/a" in out
+    out, err = capsys.readouterr()
+    assert out == gvsoc.parse_recorded((CALIB / "fc_trace.gvsoc.txt").read_text())[0] and err == ""
+    assert main(["run", str(kit_elfs / "fc_trace.elf"), "--backend", "gvsoc", "--report"]) == 5
+    out, err = capsys.readouterr()
+    assert out.startswith("mix.nc.cycles 822\n") and "gvsoc" in err and "n/a" in err
     assert main(["run", str(kit_elfs / "fc_trace.elf"), "--backend", "gvsoc", "--json"]) == 5
     obj = json.loads(capsys.readouterr().out)
     assert obj["backend"] == "gvsoc" and obj["exit_code"] == 5 and obj["cycles"] is None
@@ -576,8 +645,10 @@ def test_crosscheck_end_to_end(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys
     assert rows["fc_trace"]["outputs_equal"] and rows["fc_trace"]["sections"] == 1
     assert rows["fc_trace"]["cycles_embedded"] > 0 and rows["fc_trace"]["cycles_gvsoc"] is None
     assert rows["fc_pulp"]["sections"] >= 70 and rows["fc_pulp"]["sections_max_abs_pct"] == 0.0
-    # hyper.elf: HyperRAM transfers within 1 % but not exact, a real difference
-    assert 0 < rows["hyper"]["sections_max_abs_pct"] <= 1.0 and not rows["hyper"]["outputs_equal"]
+    # hyper.elf: HyperRAM transfers, seen by polling (14 cycles a poll): the kit's read after a write ends a
+    # few cycles sooner in GVSoC (platforms/pulp-open.toml [differences]), one poll on 293 cycles
+    assert 0 < rows["hyper"]["sections_max_abs_pct"] <= 100 * 14 / 293
+    assert rows["hyper"]["outputs_equal"] and rows["hyper"]["counter_lines_differing"] > 0
     assert all(r["exit_embedded"] == r["exit_gvsoc"] == 0 for r in rows.values())
     summ = obj["summary"]
     assert summ["programs"] == 3 and summ["whole_run"]["n"] == 0
@@ -593,6 +664,9 @@ def test_crosscheck_end_to_end(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys
     s = pd.read_csv(tmp_path / "out" / "cc.summary.csv").set_index("comparison")
     assert s.loc["sections", "n"] == summ["sections"]["n"]
     assert sorted(p.name for p in out_csv.parent.iterdir()) == ["cc.csv", "cc.sections.csv", "cc.summary.csv"]
+    # a second run replaces the tables it wrote (each is recognised by its own header)
+    assert main(["crosscheck", "--programs", str(kit_elfs), "--output", str(out_csv), "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_crosscheck_whole_run_cycles_with_gvrun(no_gvsoc, monkeypatch, kit_elfs, tmp_path, capsys, pulp_open):
@@ -646,15 +720,25 @@ def test_crosscheck_builds_the_test_programs_by_default(no_gvsoc, monkeypatch, t
     assert all(r["outputs_equal"] and r["exit_embedded"] == r["exit_gvsoc"] for r in rows)
 
 
-def test_doctor_lists_the_gvsoc_backend(no_gvsoc, monkeypatch):
+@needs_clang
+def test_doctor_lists_the_gvsoc_backend_once_it_ran_a_program(no_gvsoc, monkeypatch):
     from harness.commands import doctor
 
-    rows = {name: (ok, detail) for kind, name, ok, detail in doctor.checks() if kind == "backend"}
-    assert rows["gvsoc (optional)"][0] is False
+    def gvsoc_row():
+        monkeypatch.setenv("PATH", ORIGINAL_PATH if os.environ.get("GVSOC") else str(no_gvsoc / "emptybin"))
+        return next((ok, detail) for kind, name, ok, detail in doctor.checks() if name == "gvsoc (optional)")
+
+    assert gvsoc_row()[0] is False
     fake = make_fake(no_gvsoc / "fake", "gvsoc")
     monkeypatch.setenv("GVSOC", str(fake))
-    rows = {name: (ok, detail) for kind, name, ok, detail in doctor.checks() if kind == "backend"}
-    assert rows["gvsoc (optional)"] == (True, str(fake))
+    ok, detail = gvsoc_row()
+    assert ok and detail.startswith(f"{fake} (ran a test program in ")
+    assert any(a[-3:] == ["image", "flash", "run"] for a in calls(fake))
+    # a launcher whose Python lacks a module is found on disk but does not run: not "found"
+    broken = make_fake(no_gvsoc / "broken", "gvsoc", mode="broken")
+    monkeypatch.setenv("GVSOC", str(broken))
+    ok, detail = gvsoc_row()
+    assert not ok and "does not run a program" in detail and "No module named 'gapylib'" in detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -691,3 +775,30 @@ def test_real_gvsoc_crosscheck(tmp_path, kit_elfs, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["summary"]["programs"] == 3 and obj["summary"]["sections"]["n"] > 80
     assert obj["summary"]["sections"]["max_abs_pct"] <= 5.0
+
+
+@needs_clang
+def test_crosscheck_kernels_end_to_end(no_gvsoc, monkeypatch, tmp_path, capsys):
+    """Every pulp-open kernel of an experiment, one ELF each, on both backends (the fake answers with what
+    the embedded simulator prints for the same ELF, so the two agree exactly)."""
+    monkeypatch.setenv("GVSOC", str(make_fake(no_gvsoc / "fake", "gvsoc")))
+    monkeypatch.setenv("PATH", ORIGINAL_PATH)
+    exp = tmp_path / "k.toml"
+    exp.write_text('[experiment]\ndescription = "t"\nkind = "kernels"\nplatforms = ["pulp-open", "paper"]\n'
+                   'steps = ["fw", "update"]\n\n[[kernel]]\nkind = "pw"\ncin = 4\ncout = 6\nhw = 3\n')
+    out = tmp_path / "out" / "k.csv"
+    assert main(["crosscheck", "--kernels", str(exp), "--output", str(out), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    rows, summ = obj["kernels"], obj["summary"]
+    assert [r["kernel"] for r in rows] == ["pw_4x6_3x3_fw_p1_pulp-open", "pw_4x6_3x3_update_p1_pulp-open"]
+    assert all(r["ok_embedded"] and r["ok_gvsoc"] and r["outputs_identical"] and r["pct_diff"] == 0.0 for r in rows)
+    assert summ["left_out"] == 2 and summ["ok_both"] == 2 and summ["cycles"]["max_abs_pct"] == 0.0
+    import pandas as pd
+
+    from harness.kernels import crosscheck as kcc
+    assert list(pd.read_csv(out).columns) == kcc.COLUMNS
+    assert kcc.read_table(out) == rows
+    assert pd.read_csv(tmp_path / "out" / "k.summary.csv")["comparison"].tolist() == ["cycles", "compute"]
+    # the same command again replaces its own tables
+    assert main(["crosscheck", "--kernels", str(exp), "--output", str(out)]) == 0
+    assert "2 kernels on both backends" in capsys.readouterr().out

@@ -63,8 +63,11 @@ def test_bad_instruction_entry(isa_copy, change, words):
 @pytest.mark.parametrize("file,old,new,words", [
     ("timing.toml", 'keys = ["mul", "mul_use"]', 'keys = ["mul", "mul_usage"]',
      ["class.mul", "'mul_usage' is not listed"]),
-    ("timing.toml", 'cost = "fdiv_issue(t_fdiv_h);"', 'cost = "fdiv_issue(t_fdiv_s);"',
-     ["class.fdiv_h", "reads t_fdiv_s"]),
+    ("timing.toml", 'fdiv_claim(t_fdiv_h); fdiv_done(t_fdiv_h);"', 'fdiv_claim(t_fdiv_h); fdiv_done(t_fdiv_s);"',
+     ["class.fdiv_h", "cost reads t_fdiv_s"]),
+    ("timing.toml", 'issue = "if (t_fpu_claim == TIMING_FPU_CLAIM_ISSUE) fdiv_claim(t_fdiv_h);"',
+     'issue = "if (t_fpu_claim == TIMING_FPU_CLAIM_ISSUE) fdiv_claim(t_fdiv_s);"',
+     ["class.fdiv_h", "issue reads t_fdiv_s"]),
     ("timing.toml", '[class.hwloop]\nkeys = ["hwloop_overhead"]', '[class.hwloop]',
      ["hwloop_overhead", "belongs to no class"]),
     ("timing.toml", 'private = "own_fpu"', 'private = "sometimes"', ["class.fpu", "private must be"]),

@@ -175,9 +175,9 @@ def test_operator_specs_are_validated():
 
 @pytest.mark.parametrize("kind,step", [("pw", "wg"), ("dw", "fw"), ("linear", "update"), ("scale", "ig")])
 def test_output_dump_mode(kind, step, tmp_path):
-    """The path GVSoC runs take: the program prints its outputs (-DODL_DUMP) and polls instead of wfi;
-    parsed back from stdout they check exactly as when read from memory."""
-    from harness import platform as platmod, toolchain
+    """Every kernel ELF prints its outputs (ODL_DUMP), the ELF GVSoC runs too, where memory cannot be read
+    back: parsed from stdout they check exactly as when read from memory, bit for bit the same."""
+    from harness import platform as platmod
     from harness.backends import embedded
     from harness.kernels import codegen, reference
 
@@ -187,13 +187,15 @@ def test_output_dump_mode(kind, step, tmp_path):
     plat = platmod.load("pulp-open")
     ins = reference.make_inputs(sp)
     prog = codegen.generate(sp, plat, ins)
-    srcs = runner.write_sources(prog, tmp_path)
-    elf = toolchain.build(srcs, tmp_path / "k.elf", plat, include_dirs=[runner.KERNEL_INCLUDE],
-                          defines=["ODL_DUMP"])
+    elf = runner.build_elf(runner.write_sources(prog, tmp_path), tmp_path, plat)
+    assert runner.BUILD_DEFINES == ["ODL_DUMP"]
     res = embedded.run(elf, plat)
     assert "ODLOUT" in res["stdout"]
     res["memory"] = runner.parse_dump(res["stdout"], prog)
     assert runner.check(sp, prog, ins, res, "dump")["ok"]
+    rows = runner.run_spec_on(sp, ("embedded",), digest=True)
+    from harness.kernels.crosscheck import outputs_digest
+    assert rows["embedded"]["outputs_sha256"] == outputs_digest(res["memory"], prog.outputs)
 
 
 def test_placement_moves_external_tensors_with_the_peripheral_dma():

@@ -53,12 +53,17 @@ def test_run_json_is_one_object(build_c, capsys):
     assert isinstance(obj["stalls"], dict) and obj["stalls"]["fetch"] > 0
 
 
-def test_run_text_report(build_c, capsys):
-    code = main(["run", str(build_c(HELLO))])
-    out = capsys.readouterr().out
-    assert code == 7
-    assert out.startswith("sum of squares")
-    assert "cycles" in out and "IPC" in out and "stall" in out
+def test_run_stdout_is_exactly_the_program_output(build_c, run_elf, capsys):
+    elf = build_c(HELLO)
+    program = run_elf(elf)["stdout"]
+    assert main(["run", str(elf)]) == 7
+    out, err = capsys.readouterr()
+    assert out == program and err == ""
+    # --report: the cycle report follows on stderr; stdout is unchanged
+    assert main(["run", str(elf), "--report"]) == 7
+    out, err = capsys.readouterr()
+    assert out == program
+    assert "cycle report" in err and "cycles" in err and "IPC" in err and "stall" in err
 
 
 def test_fp_compiles_to_fpu_instructions(build_c):

@@ -205,7 +205,7 @@ def test_window_and_bounds_of_a_real_run(tiles_elf):
 def test_run_timeline_command(tiles_elf, tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["run", str(tiles_elf), "--platform", "paper", "--timeline", str(out)]) == 0
-    assert "trace events" in capsys.readouterr().out
+    assert "trace events" in capsys.readouterr().err
     doc = json.loads(out.read_text())
     per = check_trace(doc)
     assert "main" in {e["name"] for e in per["FC calls"]}

@@ -77,6 +77,13 @@ TRACE_CYCLES_PER_SECOND = 50_000
 DEFAULT_MAX_CYCLES = 2_000_000_000  # the embedded backend's default, so both give up at the same point
 
 _SIGNALS = {int(s) for s in signal.Signals}
+# What a shell says when a launcher asks for a build of GVSoC that is not installed (gvrun runs
+# 'gvsoc_launcher_debug' for --trace, 'gvsoc_launcher_profile' for --stats, through sh)
+_NOT_FOUND = re.compile(r"([^\s:]+): not found\s*$", re.MULTILINE)
+FLAVOURS = {"gvsoc_launcher_debug": ("debug", "--trace"), "gvsoc_launcher_profile": ("profile", "--stats, the whole-run cycle count")}
+# On a run limit the simulator gets SIGINT first, which GVSoC handles by flushing what the program
+# printed and exiting; what is still there after this grace period is killed.
+INTERRUPT_GRACE_S = 5.0
 _PLATFORM_ERROR = re.compile(r"Platform returned an error \(exitcode: (-?\d+)\)")
 # stderr lines that mean the launcher could not run the simulation at all (bad install, bad target)
 _BROKEN = re.compile(r"Traceback|Input error|error:|No such file|not found|cannot|unrecognized arguments",
@@ -227,6 +234,9 @@ def parse_output(stdout: str, stderr: str, returncode: int, launcher=None) -> di
     Raises UserError when the launcher failed before or around the simulation (bad installation,
     unknown target, unreadable ELF): there is no program result to report then.
     """
+    missing = _NOT_FOUND.search(re.sub(r"\x1b\[[0-9;]*m", "", stderr or ""))
+    if missing:
+        raise UserError(missing_flavour_message(missing.group(1), launcher))
     m = _PLATFORM_ERROR.search(stderr or "")
     if m:
         code = int(m.group(1))
@@ -250,6 +260,17 @@ def parse_output(stdout: str, stderr: str, returncode: int, launcher=None) -> di
             "fault": {"kind": "GVSoC failed", "detail": f"the launcher exited with status {returncode} without a "
                                                         f"program exit status ({last})",
                       "pc": None, "core": None, "insn": None}}
+
+
+def missing_flavour_message(program: str, launcher=None) -> str:
+    """One line for a launcher that could not start a part of GVSoC (a build flavour that is missing)."""
+    where = f" ({launcher})" if launcher else ""
+    name = Path(program).name
+    if name in FLAVOURS:
+        flav, needs = FLAVOURS[name]
+        return (f"GVSoC failed{where}: {name}: not found: this GVSoC installation lacks its {flav} build, which "
+                f"{needs} needs; build that flavour of GVSoC, or run without it")
+    return f"GVSoC failed{where}: {name}: not found; fix that installation or point pulp-odl at another one: {HOW_TO}"
 
 
 def _died(stdout: str, sig: int) -> dict:
@@ -332,8 +353,18 @@ def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | N
         if failed is not None:
             raise UserError(f"GVSoC failed to start: {cmd[0]}: {failed.strerror}; {HOW_TO}")
     except subprocess.TimeoutExpired:
-        procs.kill_group(proc.pid)
-        out, err = proc.communicate()
+        # The whole process group (the launcher and the simulator it started): SIGINT lets GVSoC print
+        # what the program wrote so far and stop; SIGKILL takes whatever is left.
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            out, err = proc.communicate(timeout=INTERRUPT_GRACE_S)
+        except subprocess.TimeoutExpired:   # communicate keeps what it read: the next call returns all of it
+            procs.kill_group(proc.pid)
+            out, err = proc.communicate()
+        procs.kill_group(proc.pid)   # whatever the launcher left behind
         rc = None
     except UserError:
         procs.release(proc)
@@ -369,7 +400,10 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
         if stats and rc == 0 and flavour(launcher) == "gvrun" and not trace:
             with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-stats-") as wd2:
                 cmd2 = command(elf_path, platform, work_dir=wd2, launcher=launcher, stats=True)
-                _, _, rc2, _ = _launch(cmd2, timeout, cwd=wd2)
+                _, err2, rc2, _ = _launch(cmd2, timeout, cwd=wd2)
+                missing = _NOT_FOUND.search(re.sub(r"\x1b\[[0-9;]*m", "", err2 or ""))
+                if missing:
+                    raise UserError(missing_flavour_message(missing.group(1), launcher))
                 stats_file = Path(wd2) / "stats.txt"
                 if rc2 == 0 and stats_file.exists():
                     stat_vals = parse_stats(stats_file.read_text(errors="replace"))
@@ -404,6 +438,39 @@ def run(elf_path, platform, max_cycles: int | None = None, trace: str | None = N
     if parsed["fault"] is not None:
         result["fault"] = parsed["fault"]
     return result
+
+
+# `doctor` runs this before it calls a launcher found: it must print this line and exit with 0.
+PROOF_PROGRAM = '#include <pmsis.h>\nint main(void) { printf("pulp-odl on gvsoc\\n"); return 0; }\n'
+PROOF_OUTPUT = "pulp-odl on gvsoc\n"
+PROOF_MAX_CYCLES = 10_000_000
+
+
+def prove(launcher=None) -> tuple[bool, str]:
+    """Whether the launcher found really runs a program: a tiny ELF built with clang must print its line
+    and exit with 0 on GVSoC. Returns (ok, what was found or why not)."""
+    from harness import platform as platmod
+    from harness import toolchain
+
+    launcher = Path(launcher) if launcher else find()
+    if launcher is None:
+        return False, missing_message()
+    if toolchain.find_clang() is None:
+        return False, f"{launcher}, not proven to run: clang-19 is needed to build a test program"
+    plat = platmod.load(TARGET)
+    with tempfile.TemporaryDirectory(prefix="pulp-odl-doctor-") as d:
+        src = Path(d) / "proof.c"
+        src.write_text(PROOF_PROGRAM)
+        try:
+            elf = toolchain.build([src], Path(d) / "proof.elf", plat)
+            res = run(elf, plat, max_cycles=PROOF_MAX_CYCLES)
+        except UserError as e:
+            return False, f"{launcher} does not run a program: {e}"
+    if res["status"] != "exit" or res["exit_code"] != 0 or res["stdout"] != PROOF_OUTPUT:
+        why = fault_line(res) if res["status"] != "exit" else \
+            f"exit {res['exit_code']}, printed {res['stdout'][:60]!r}"
+        return False, f"{launcher} does not run a program correctly: {why}"
+    return True, f"{launcher} (ran a test program in {res['host_seconds']:.1f} s)"
 
 
 def fault_line(result: dict) -> str:

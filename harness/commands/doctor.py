@@ -40,8 +40,11 @@ def checks() -> list[tuple[str, str, bool, str]]:
         from harness.backends import gvsoc
 
         found = gvsoc.find()
-        rows.append(("backend", "gvsoc (optional)", found is not None,
-                     str(found) if found else "set GVSOC to the gvsoc launcher, put gvsoc on PATH, or source a PULP SDK"))
+        if found is None:
+            rows.append(("backend", "gvsoc (optional)", False,
+                         "set GVSOC to the gvsoc launcher, put gvsoc on PATH, or source a PULP SDK"))
+        else:   # found only once it has run a test program
+            rows.append(("backend", "gvsoc (optional)", *gvsoc.prove(found)))
     except ImportError:
         pass
     for name in platmod.available():

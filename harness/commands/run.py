@@ -1,4 +1,5 @@
-"""pulp-odl run: run an ELF on a backend and print its output and a cycle report."""
+"""pulp-odl run: run an ELF on a backend. stdout holds exactly what the program printed, so that two
+backends' outputs compare as they are; --report adds a cycle report on stderr, --json one JSON object."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from harness.errors import UserError
 BACKENDS = {"embedded": embedded, "gvsoc": gvsoc}
 
 NAME = "run"
-HELP = "run an ELF on the simulated MCU and report cycles"
+HELP = "run an ELF on the simulated MCU (its output on stdout; --report: cycles on stderr)"
 ORDER = 20
 FAULT_EXIT = 3
 
@@ -35,6 +36,8 @@ def add_arguments(p):
     p.add_argument("elf", help="program built with 'pulp-odl build'")
     p.add_argument("--platform", default=platmod.DEFAULT_PLATFORM, help="platform name or .toml path (default: pulp-open)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object and nothing else")
+    p.add_argument("--report", action="store_true",
+                   help="after the program's output, print a cycle report (cycles, instructions, stalls) on stderr")
     p.add_argument("--max-cycles", type=validate.cycles_arg(), default=None, metavar="N",
                    help="stop with an error after this many cycles (1 to 2^64-1)")
     p.add_argument("--trace", metavar="FILE", help="write one line per executed instruction to FILE")
@@ -71,6 +74,8 @@ def exit_status(result: dict) -> int:
 
 
 def run(args) -> int:
+    if getattr(args, "report", False) and args.json:
+        raise UserError("--report: the JSON object of --json already holds the cycle report; give one of them")
     plat = platmod.load(args.platform)
     backend = BACKENDS[getattr(args, "backend", "embedded")]
     if args.trace is not None:
@@ -83,7 +88,8 @@ def run(args) -> int:
                               inputs=[p for p in (args.elf, args.trace) if p and os.path.exists(p)])
         if args.trace is not None and paths.same_file(args.trace, args.timeline):
             raise UserError(f"--timeline {args.timeline}: is also the --trace file; give two paths")
-    extra = {"stats": True} if backend is gvsoc else {}  # whole-run cycles from a second, profiling run
+    # whole-run cycles (a second, profiling run) only when something shows them
+    extra = {"stats": True} if backend is gvsoc and (args.json or getattr(args, "report", False)) else {}
     if req is not None:
         extra["timeline"] = req
     with paths.user_path(args.trace or args.elf, "--trace path"):
@@ -98,7 +104,10 @@ def run(args) -> int:
         else:
             sys.stdout.write(res["stdout"])
             sys.stdout.flush()
-            _report(res)
+            if getattr(args, "report", False):
+                _report(res)   # on stderr: stdout holds exactly what the program printed
+            elif res.get("timeline"):
+                print(f"timeline: {res['timeline']['path']} ({res['timeline']['events']:,} trace events)", file=sys.stderr)
         sys.stdout.flush()
     except BrokenPipeError:
         paths.detach_stdout()   # the reader stopped early (| head): the program's status still counts
@@ -112,7 +121,7 @@ def run(args) -> int:
 
 
 def _report(res: dict) -> None:
-    con = Console(stderr=False, highlight=False)
+    con = Console(stderr=True, highlight=False)
     t = Table(title=f"cycle report ({res['platform']}, {res['backend']})", show_header=False, box=None)
     t.add_row("cycles", _num(res["cycles"], "{:,}"))
     t.add_row("instructions", _num(res["instructions"], "{:,}"))

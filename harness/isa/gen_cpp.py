@@ -116,6 +116,7 @@ def _timing(isa: Isa) -> list[str]:
     out.append("static const uint8_t timing_private[] = {" + ", ".join(kinds[c.private] for c in tm.classes.values()) + "};")
     for c in tm.classes.values():
         out.append(f"#define TIMING_{c.name.upper()}() {c.cost or '((void)0);'}".rstrip(";"))
+        out.append(f"#define ISSUE_{c.name.upper()}() {c.issue or '((void)0);'}".rstrip(";"))
     return out + [""]
 
 
@@ -156,7 +157,8 @@ def gen_exec_inc(isa: Isa) -> str:
     out = [HEADER.format(sha=isa.sha256)]
     for i in isa.insns:
         timing = f"TIMING_{i.timing.upper()}();"
-        out.append(f"case {_c_ident(i)}: {{ {_stall_line(i)} {i.sem} {timing} }} break;")
+        issue = f"ISSUE_{i.timing.upper()}(); " if isa.timing.classes[i.timing].issue else ""
+        out.append(f"case {_c_ident(i)}: {{ {issue}{_stall_line(i)} {i.sem} {timing} }} break;")
     return "\n".join(out) + "\n"
 
 

@@ -139,6 +139,7 @@ class TimingClass:
     cost: str
     private: bool | str
     value: bool
+    issue: str = ""       # run before the operands are read (a shared unit claimed at issue)
 
 
 @dataclass(frozen=True)
@@ -389,7 +390,7 @@ def load_timing(path: Path) -> Timing:
         where = f"{name}:class.{c}"
         if not isinstance(spec, dict):
             raise IsaError(f"{where}: must be a table")
-        _unknown(where, spec, ("keys", "cost", "private", "value"))
+        _unknown(where, spec, ("keys", "issue", "cost", "private", "value"))
         ks = spec.get("keys", [])
         for k in ks:
             if k not in keys:
@@ -397,14 +398,15 @@ def load_timing(path: Path) -> Timing:
         private = spec.get("private", False)
         if private not in PRIVATE or isinstance(private, int) and not isinstance(private, bool):
             raise IsaError(f"{where}: private must be true, false or \"own_fpu\"")
-        cost = spec.get("cost", "")
-        if not isinstance(cost, str):
-            raise IsaError(f"{where}: cost must be a string")
-        for member in re.findall(r"\bt_([a-z0-9_]+)", cost):
-            if member not in ks:
-                raise IsaError(f"{where}: cost reads t_{member}, but '{member}' is not among its keys")
+        cost, issue = spec.get("cost", ""), spec.get("issue", "")
+        for attr, stmt in (("cost", cost), ("issue", issue)):
+            if not isinstance(stmt, str):
+                raise IsaError(f"{where}: {attr} must be a string")
+            for member in re.findall(r"\bt_([a-z0-9_]+)", stmt):
+                if member not in ks:
+                    raise IsaError(f"{where}: {attr} reads t_{member}, but '{member}' is not among its keys")
         used.update(ks)
-        classes[c] = TimingClass(c, tuple(ks), cost, private, bool(spec.get("value", False)))
+        classes[c] = TimingClass(c, tuple(ks), cost, private, bool(spec.get("value", False)), issue)
     if not classes:
         raise IsaError(f"{name}: no [class.*] tables")
     orphans = [k for k in keys if k not in used]

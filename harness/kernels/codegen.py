@@ -164,7 +164,7 @@ class _Gen:
         out.append("static void odl_cluster(void *arg) {\n  (void)arg;\n  odl_dma_t din = {.n = 0}, dout = {.n = 0}, dpre = {.n = 0}, dout1 = {.n = 0};\n"
                    "  (void)din; (void)dout; (void)dpre; (void)dout1;\n  uint32_t t0 = pulp_mcycle();")
         out += self.body
-        out.append("  odl_dma_wait(&dout);\n  odl_dma_wait(&dout1);\n  odl_result[0] = pulp_mcycle() - t0;\n  odl_result[1] = odl_t_compute;\n"
+        out.append("  odl_dma_wait(&din);\n  odl_dma_wait(&dout);\n  odl_dma_wait(&dout1);\n  odl_result[0] = pulp_mcycle() - t0;\n  odl_result[1] = odl_t_compute;\n"
                    "  odl_result[2] = odl_t_dma;\n}\n")
         out.insert(1, "static volatile uint32_t odl_result[3];")
         table = [f"  {{ (const uint32_t *){sym}, {t.halves // 2} }}," for sym, (t, _) in self.l2_out.items()]
@@ -203,12 +203,28 @@ MAIN_TAIL = r"""
   printf("ODL cycles %u cluster %u ext_in %u ext_out %u compute %u dma_wait %u\n", t3 - t0, t2 - t1, t1 - t0, t3 - t2,
          odl_result[1], odl_result[2]);
 #ifdef ODL_DUMP
-  /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line. */
+  /* Backends that cannot read memory back (GVSoC) get the outputs on stdout, 8 words a line, after the
+   * measured part. Each line is built here and written with one puts: few calls, so the dump stays
+   * cheap to simulate and small in a timeline. */
+  static const char hex[] = "0123456789abcdef";
   for (unsigned t = 0; t < sizeof(odl_outputs) / sizeof(odl_outputs[0]); t++)
     for (unsigned i = 0; i < odl_outputs[t].words; i += 8) {
-      printf("ODLOUT %u %u", t, i);
-      for (unsigned j = i; j < i + 8 && j < odl_outputs[t].words; j++) printf(" %08x", odl_outputs[t].data[j]);
-      printf("\n");
+      char line[8 + 2 * 11 + 8 * 9 + 1], dec[11];
+      unsigned n = 0, k, v;
+      for (const char *p = "ODLOUT"; *p; p++) line[n++] = *p;
+      for (unsigned f = 0; f < 2; f++) {
+        v = f ? i : t;
+        k = 0;
+        do { dec[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+        line[n++] = ' ';
+        while (k) line[n++] = dec[--k];
+      }
+      for (unsigned j = i; j < i + 8 && j < odl_outputs[t].words; j++) {
+        line[n++] = ' ';
+        for (int b = 28; b >= 0; b -= 4) line[n++] = hex[(odl_outputs[t].data[j] >> b) & 15];
+      }
+      line[n] = 0;
+      puts(line);
     }
 #endif
   return 0;
@@ -695,6 +711,9 @@ def gen_dw(g: _Gen, ins: dict):
         return [f"  odl_dma_2d(&dpre, {_addr(sym, c0)}, (uint32_t){bufs[i % sets][name]}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);"
                 for sym, t, rows, name in srcs]
     g.body += fetch(0)
+    # Stored activations leave from the input buffer on their own handle (din), issued as soon as the
+    # tile is in L1, so they are gone by the time compute ends and that buffer is refilled: MCHAN moves
+    # the two directions at once, so a refill must not start while they still read it.
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         dout = "dout" if k == 0 else "dout1"
@@ -702,24 +721,26 @@ def gen_dw(g: _Gen, ins: dict):
         g.body.append("  odl_dma_wait(&dpre);")
         if sets == 1:
             g.body.append("  odl_dma_wait(&dout);")
-        if i + 1 < len(tiles):
-            if sets == 2:  # the other set's results must be out before its inputs are overwritten... they are
-                pass       # separate buffers: only its inputs are refilled, and its compute is done
-            g.body += fetch(i + 1) if sets == 2 else []
+        if i + 1 < len(tiles) and sets == 2:
+            if store:   # the other set's stored activations (tile i - 1) left before its compute ended
+                g.body.append("  odl_dma_wait(&din);")
+            g.body += fetch(i + 1)
         if sets == 2:
             g.body.append(f"  odl_dma_wait(&{dout});")  # this set's previous results have left L1
-        g.fork(fns[k], dst=obufs[k][0], src=obufs[k][1] if len(obufs[k]) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
-        for (sym, t, rows), ob in zip(outs, obufs[k]):
-            g.body.append(f"  odl_dma_2d(&{dout}, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
         if store and c0 < s.k_in:  # stored activations: the kept channels of this tile, from L1
             keep = min(n, s.k_in - c0)
             src = bufs[k]["x"]
             if keep < n:  # pack the kept channels into rows of their own (pad lane zero)
-                g.body.append("  odl_dma_wait(&dout);\n  odl_dma_wait(&dout1);")  # the keep buffer is shared
+                g.body.append("  odl_dma_wait(&din);")  # the keep buffer is shared
                 g.fork(keep_fns[k], aux=keep, cols=cp(keep), pitch=cp(n))
                 src = kbuf
-            g.body.append(f"  odl_dma_2d(&{dout}, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+            g.body.append(f"  odl_dma_2d(&din, {_addr(xs_sym, c0)}, (uint32_t){src}, {cp(keep) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
+        g.fork(fns[k], dst=obufs[k][0], src=obufs[k][1] if len(obufs[k]) > 1 else 0, cols=(n + 1) // 2, pitch=cp(n))
+        for (sym, t, rows), ob in zip(outs, obufs[k]):
+            g.body.append(f"  odl_dma_2d(&{dout}, {_addr(sym, c0)}, (uint32_t){ob}, {cp(n) * 2}, {rows}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
         if sets == 1 and i + 1 < len(tiles):
+            if store:   # this tile's stored activations read the input buffer about to be refilled
+                g.body.append("  odl_dma_wait(&din);")
             g.body += fetch(i + 1)
 
 

@@ -330,7 +330,11 @@ def _stream_a(g, a_sym, a, pa, b_sym, b, w_rows, braw_bytes, bsizes, btab, bpan_
         g.tiles += 1
         if i:
             g.body.append(f"  odl_dma_wait(&dq[{k}]);")
-        if keep and not (xs_stage and keep[2] % 2):   # stored activations leave at once, from the tile
+        # Stored activations leave at once, from the tile; the first tile's only after the fork, in which
+        # core 0 waits for its arrival: the DMA moves the two directions at once, so a store-out queued
+        # behind the tile's fetch would read the buffer before it is filled.
+        xs_early = keep and not (xs_stage and keep[2] % 2)
+        if xs_early and i:
             xs_sym, xs, _ = keep
             g.body += _rows_out(f"dx[{k}]", _addr(xs_sym, r0 * xs.pitch), xsb[k], r1 - r0, xs_row,
                                 xs_row if xs_stage else pa)
@@ -340,6 +344,10 @@ def _stream_a(g, a_sym, a, pa, b_sym, b, w_rows, braw_bytes, bsizes, btab, bpan_
         g.body.append(f"  odl_dma_wait(&dc[{k}]);")   # this C buffer's previous results have left
         g.fork(fns[(r1 - r0, i == 0)], src=araw[k], dst=cbuf[k], src2=xsb[k], rows=r1 - r0)
         g.body.append(f"  odl_dma_1d(&dc[{k}], {_addr(out_sym, r0 * out.pitch)}, (uint32_t){cbuf[k]}, {(r1 - r0) * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
+        if xs_early and not i:
+            xs_sym, xs, _ = keep
+            g.body += _rows_out(f"dx[{k}]", _addr(xs_sym, r0 * xs.pitch), xsb[k], r1 - r0, xs_row,
+                                xs_row if xs_stage else pa)
         if keep and xs_stage and keep[2] % 2:   # after the cores zeroed the pad lane
             xs_sym, xs, _ = keep
             g.body.append(f"  odl_dma_1d(&dx[{k}], {_addr(xs_sym, r0 * xs.pitch)}, (uint32_t){xsb[k]}, {(r1 - r0) * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
@@ -732,7 +740,8 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
         g.tiles += 1
         if i:
             g.body.append(f"  odl_dma_wait(&dq[{kk}]);")
-        if keep and not keep[2] % 2 and owned[i][1] > owned[i][0]:
+        # stored activations leave at once (the first tile's after the fork: see gen_mm_fw_ig)
+        if i and keep and not keep[2] % 2 and owned[i][1] > owned[i][0]:
             r0, r1 = owned[i]
             g.body.append(f"  odl_dma_1d(&dx[{kk}], {_addr(keep[0], r0 * s.w * keep[1].pitch)}, (uint32_t){xsb[kk]}, {(r1 - r0) * s.w * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
         top, nin, lo, hi = geom(i)
@@ -745,7 +754,7 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
         g.fork(fns[(nr, i == 0)], src=xb[kk], src2=sb[kk], dst=cbuf[kk], dst2=xsb[kk] if keep else 0, rows=(r1 - r0) * s.w,
                aux=lo - top, aux2=hi - top)
         g.body.append(f"  odl_dma_1d(&dc[{kk}], {_addr(y_sym, o0 * s.w_out * y.pitch)}, (uint32_t){cbuf[kk]}, {nr * s.w_out * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
-        if keep and keep[2] % 2 and owned[i][1] > owned[i][0]:
+        if keep and (keep[2] % 2 or not i) and owned[i][1] > owned[i][0]:
             r0, r1 = owned[i]
             g.body.append(f"  odl_dma_1d(&dx[{kk}], {_addr(keep[0], r0 * s.w * keep[1].pitch)}, (uint32_t){xsb[kk]}, {(r1 - r0) * s.w * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")

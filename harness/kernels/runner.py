@@ -62,11 +62,10 @@ def _source_hash(prog: codegen.Program) -> str:
     return h.hexdigest()
 
 
-# Preprocessor defines of each backend's kernel ELF; part of the provenance, since they change the ELF.
-# The FC sleeps while the cluster trains, as on the MCU: a polling FC would add its own L2 traffic to
-# what is measured. GVSoC's FC is never woken from wfi by the cluster, so there it polls, and the
-# program prints its outputs (ODL_DUMP) because GVSoC's memory cannot be read back.
-BUILD_DEFINES = {"embedded": ["PULP_FC_WAIT_WFI"], "gvsoc": ["ODL_DUMP"]}
+# Preprocessor defines of the kernel ELF, the same for every backend (part of the provenance, since they
+# change the ELF): the program prints its outputs (ODL_DUMP) after the measured part, because GVSoC's
+# memory cannot be read back; the embedded backend reads them from memory and checks the printed copy.
+BUILD_DEFINES = ["ODL_DUMP"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def provenance(spec: KernelSpec, prepared: Prepared | None = None) -> dict:
         return {"refused_by_generator_sha256": _generator_hash(), "toolchain": tc.describe(),
                 "platform_sha256": plat.run_sha256, "simulator": embedded.version(), "backend": "embedded"}
     return {"source_sha256": _source_hash(prog), "toolchain": tc.describe(), "platform_sha256": plat.run_sha256,
-            "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES["embedded"]}
+            "simulator": embedded.version(), "backend": "embedded", "defines": BUILD_DEFINES}
 
 
 def parse_dump(stdout: str, prog: codegen.Program) -> dict:
@@ -139,48 +138,86 @@ def run_spec(spec: KernelSpec, workdir: Path | None = None, keep: bool = False, 
              prepared: Prepared | None = None, timeline=None) -> dict:
     """The checked result row of one kernel; with a `timeline` request (harness.timeline), the
     simulator's recording of the run under row["timeline"]."""
+    return run_spec_on(spec, (backend,), workdir, keep, prepared, timeline)[backend]
+
+
+def run_spec_on(spec: KernelSpec, backends=("embedded",), workdir: Path | None = None, keep: bool = False,
+                prepared: Prepared | None = None, timeline=None, errors: bool = False, digest: bool = False) -> dict:
+    """The checked rows of one kernel on each of `backends`, all from one ELF: the embedded simulator
+    runs exactly what GVSoC runs. With errors=True a backend whose run fails gets its UserError in
+    place of a row, and the other backends still run; with digest=True each row has the sha256 of its
+    output tensors (outputs_sha256), to tell whether two backends computed the very same bits."""
     plat = platmod.load(spec.platform)
+    for b in backends:
+        if b not in ("embedded", "gvsoc"):
+            raise UserError(f"unknown backend '{b}'; choose embedded or gvsoc")
+    if "gvsoc" in backends:
+        from harness.backends import gvsoc
+
+        gvsoc.require()
+        gvsoc.check_platform(plat)
     prepared = prepared or prepare(spec)
     ins, prog = prepared.inputs, prepared.program
+    src_hash = _source_hash(prog)
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="odl-kernel-")
         workdir = Path(tmp.name)
+    out = {}
     try:
-        srcs = write_sources(prog, workdir)
-        if backend == "gvsoc":
-            from harness.backends import gvsoc
-
-            gvsoc.require()
-            gvsoc.check_platform(plat)
-            elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
-                                  defines=BUILD_DEFINES["gvsoc"])
-            res = gvsoc.run(elf, plat)
-            res["memory"] = parse_dump(res.get("stdout", ""), prog)
-            return check(spec, prog, ins, res, _source_hash(prog))
-        elif backend != "embedded":
-            raise UserError(f"unknown backend '{backend}'; choose embedded or gvsoc")
-        elf = toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
-                              defines=BUILD_DEFINES["embedded"], cache=True)
-        program = elfmod.load(elf, plat)
-        reads = {}
-        for sym, (t, _) in prog.outputs.items():
-            if sym not in program.symbols:
-                raise UserError(f"generated program lacks output symbol {sym}")
-            reads[sym] = (program.symbols[sym], t.nbytes)
-        if spec.step == "update":
-            for sym in prog.inputs:
-                reads[sym] = (program.symbols[sym], prog.inputs[sym].size * 2)
-        res = embedded.run(elf, plat, read=reads, timeline=timeline)
-        src_hash = _source_hash(prog)
+        elf = build_elf(write_sources(prog, workdir), workdir, plat)
+        for b in backends:
+            try:
+                res = _run_elf(spec, prog, elf, plat, b, timeline if b == "embedded" else None)
+                with hosttime.phase("check"):
+                    row = check(spec, prog, ins, res, src_hash)
+                if timeline is not None and b == "embedded":
+                    row["timeline"] = res["timeline"]
+                if digest:
+                    from harness.kernels.crosscheck import outputs_digest
+                    row["outputs_sha256"] = outputs_digest(res["memory"], prog.outputs)
+                out[b] = row
+            except UserError as e:
+                if not errors:
+                    raise
+                out[b] = e
     finally:
         if tmp is not None and not keep:
             tmp.cleanup()
-    with hosttime.phase("check"):
-        row = check(spec, prog, ins, res, src_hash)
-    if timeline is not None:
-        row["timeline"] = res["timeline"]
-    return row
+    return out
+
+
+def _run_elf(spec: KernelSpec, prog, elf: Path, plat, backend: str, timeline) -> dict:
+    """A kernel ELF's run on one backend, with its output tensors under res["memory"]."""
+    if backend == "gvsoc":
+        from harness.backends import gvsoc
+
+        res = gvsoc.run(elf, plat)
+        res["memory"] = parse_dump(res.get("stdout", ""), prog)
+        return res
+    program = elfmod.load(elf, plat)
+    reads = {}
+    for sym, (t, _) in prog.outputs.items():
+        if sym not in program.symbols:
+            raise UserError(f"generated program lacks output symbol {sym}")
+        reads[sym] = (program.symbols[sym], t.nbytes)
+    if spec.step == "update":
+        for sym in prog.inputs:
+            reads[sym] = (program.symbols[sym], prog.inputs[sym].size * 2)
+    res = embedded.run(elf, plat, read=reads, timeline=timeline)
+    if res["status"] == "exit" and res["exit_code"] == 0:
+        # the printed copy is what a GVSoC run is checked on: it must be what memory holds
+        printed = parse_dump(res["stdout"], prog)
+        bad = [sym for sym in prog.outputs if printed[sym] != res["memory"][sym]]
+        if bad:
+            raise UserError(f"{spec.name}: the outputs the program printed differ from memory ({', '.join(bad)})")
+    return res
+
+
+def build_elf(srcs, workdir: Path, plat) -> Path:
+    """The kernel program's ELF, the same bytes whichever backend runs it (cached by its sources)."""
+    return toolchain.build(srcs, workdir / "kernel.elf", plat, opt="2", include_dirs=[KERNEL_INCLUDE],
+                           defines=BUILD_DEFINES, cache=True)
 
 
 def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:

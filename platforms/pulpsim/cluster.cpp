@@ -29,7 +29,7 @@ void Machine::process_timed(uint64_t upto) {
       case T_UDMA_DONE: {
         HyperTrans& h = hyper[e.a];
         h.busy = false;
-        fc_notify(e.time);
+        soc_event(e.b ? HYPER_EOT_RX_EVENT : HYPER_EOT_TX_EVENT, e.time);
         break;
       }
       case T_CORE_START: {
@@ -41,6 +41,7 @@ void Machine::process_timed(uint64_t upto) {
           c.mtvec = e.b & ~0xffu;
           c.cycle = std::max(c.cycle, e.time);
           c.start_cycle = c.cycle;
+          woke(c);
         }
         break;
       }
@@ -78,7 +79,9 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
   }
   c.sleeping = false;
   c.wait = Core::W_NONE;
-  if (c.cycle < c.m->run_bound) c.m->run_bound = c.cycle;  // the running core must not get ahead of it
+  c.m->woke(c);
+  // The running core must not get ahead of it, nor take its turn in that cycle if it now runs first.
+  if (c.cycle - 1 < c.m->run_bound) c.m->run_bound = c.cycle - 1;
 }
 
 void Machine::eu_try_wake(Core& c, uint64_t when) {
@@ -121,6 +124,7 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
       if (clear) eu.buffer[i] &= ~hit;
       value = hit;
       c.extra += delay - 1;
+      woke(c);  // GVSoC's event unit still puts the core to sleep and wakes it (eu_v3 wait_event)
     } else {
       c.sleep_on(Core::W_EVENT, 0, mask, clear, delay);
     }
@@ -137,9 +141,10 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
     case EU_DISPATCH: {  // dispatch FIFO pop
       auto& f = eu.fifo[i];
       if (!f.empty()) {
+        // a value is there: GVSoC's dispatch unit answers at once, like plain memory (no wake-up)
         value = f.front();
         f.erase(f.begin());
-        c.extra += delay - 1;
+        c.eu_touched = false;
       } else {
         c.sleep_on(Core::W_DISPATCH, 0, 0, false, delay);
       }
@@ -150,9 +155,9 @@ bool Machine::eu_read(Core& c, uint32_t off, uint32_t& value, bool elw) {
   }
   if (off >= EU_MUTEX && off < EU_SW_EVENT) {  // mutex: a read locks (and waits while another core holds it)
     int mx = (int)(((off - EU_MUTEX) >> 2) % EU_MUTEX_COUNT);
-    if (eu.mutex_owner[mx] < 0) {
+    if (eu.mutex_owner[mx] < 0) {  // free: locked at once, like a plain access (GVSoC's mutex unit)
       eu.mutex_owner[mx] = i;
-      c.extra += delay - 1;
+      c.eu_touched = false;
     } else {
       c.sleep_on(Core::W_MUTEX, 0, (uint32_t)mx, false, delay);
     }
@@ -201,14 +206,12 @@ bool Machine::eu_write(Core& c, uint32_t off, uint32_t v) {
     case EU_TEAM_CONFIG: eu.team = v; return true;
     default: break;
   }
-  if (off >= EU_MUTEX && off < EU_SW_EVENT) {  // mutex unlock: hand over to the waiter that has waited longest
+  if (off >= EU_MUTEX && off < EU_SW_EVENT) {  // mutex unlock: hand over to the waiter of lowest index (GVSoC)
     int mx = (int)(((off - EU_MUTEX) >> 2) % EU_MUTEX_COUNT);
     Core* next = nullptr;
-    for (int j = 0; j < n_cluster; j++) {
+    for (int j = 0; j < n_cluster && !next; j++) {
       Core& p = pe(j);
-      if (p.sleeping && p.wait == Core::W_MUTEX && p.wait_arg == (uint32_t)mx &&
-          (!next || p.sleep_from < next->sleep_from))
-        next = &p;
+      if (p.sleeping && p.wait == Core::W_MUTEX && p.wait_arg == (uint32_t)mx) next = &p;
     }
     eu.mutex_owner[mx] = next ? next->cluster_core : -1;
     if (next) wake(*next, 0, c.t);
@@ -306,9 +309,10 @@ bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
     return true;
   }
   x.tid = tid;
-  // Timing: issue cycles through the queues, then dma.bytes_per_cycle on the TCDM side; every row of
-  // a 2-D transfer takes at least one cycle; L1 -> L2 adds one cycle per dma.l1_to_l2_burst bytes.
-  uint64_t start = std::max<uint64_t>(c.t + 1 + dma_issue, dma_free_at);
+  // Timing: issue cycles through the queues, then dma.bytes_per_cycle on the TCDM side, after the
+  // transfers before it in the same direction; every row of a 2-D transfer takes at least one cycle;
+  // L1 -> L2 adds one cycle per dma.l1_to_l2_burst bytes.
+  uint64_t start = std::max<uint64_t>(c.t + 1 + dma_issue, dma_free_at[x.to_l1]);
   uint64_t dur = 0;
   uint32_t rows = x.two_d ? (x.len + x.row_len - 1) / x.row_len : 1;
   for (uint32_t r = 0; r < rows; r++) {
@@ -317,7 +321,7 @@ bool Machine::dma_write(Core& c, uint32_t off, int channel, uint32_t v) {
     if (!x.to_l1) dur += (n + dma_burst - 1) / dma_burst;
   }
   x.end = start + dur;
-  dma_free_at = x.end;
+  dma_free_at[x.to_l1] = x.end;
   dma_busy_cycles += dur;
   dma_bytes += x.len;
   dma_transfers++;
@@ -373,14 +377,56 @@ void Machine::dma_complete(uint32_t tid, uint64_t when) {
 
 // ---------------------------------------------------------------- uDMA and HyperBus memories
 
-void Machine::fc_notify(uint64_t when) {
+// The FC's wfi ends only while a line of its interrupt controller is pending and unmasked (GVSoC's ISS:
+// wfi waits for an interrupt request, which the ITC raises while STATUS & MASK is not zero); with
+// interrupts disabled it then just goes on.
+void Machine::itc_set_status(uint32_t v, uint64_t when) {
+  itc_status = v;
   Core& f = fc();
-  if (f.sleeping && f.wait == Core::W_WFI) {
+  if (itc_pending() && f.sleeping && f.wait == Core::W_WFI) {
     f.wait_delay = 1;
     wake(f, 0, when);
-  } else {
-    fc_event_pending = true;
   }
+}
+
+void Machine::soc_event(uint32_t event, uint64_t when) {
+  if (event / 32 < SOC_EU_MASK_REGS && (soc_eu_fc_mask[event / 32] >> (event % 32) & 1)) return;
+  if (itc_fifo.size() >= ITC_FIFO_SIZE) return;  // a full FIFO drops the event, as GVSoC's
+  itc_fifo.push_back(event);
+  if (itc_fifo.size() == 1) itc_set_status(itc_status | 1u << ITC_FIFO_IRQ, when);
+}
+
+bool Machine::itc_read(uint32_t off, uint32_t& value, uint64_t when) {
+  switch (off) {
+    case ITC_MASK: value = itc_mask; return true;
+    case ITC_STATUS: value = itc_status; return true;
+    case ITC_ACK: value = itc_ack; return true;
+    case ITC_FIFO:
+      value = 0;
+      if (!itc_fifo.empty()) {
+        value = itc_fifo.front();
+        itc_fifo.erase(itc_fifo.begin());
+        if (!itc_fifo.empty()) itc_set_status(itc_status | 1u << ITC_FIFO_IRQ, when);
+      }
+      return true;
+    default: value = 0; return true;
+  }
+}
+
+void Machine::itc_write(uint32_t off, uint32_t v, uint64_t when) {
+  switch (off) {
+    case ITC_MASK: itc_mask = v; break;
+    case ITC_MASK_SET: itc_mask |= v; break;
+    case ITC_MASK_CLR: itc_mask &= ~v; break;
+    case ITC_STATUS: itc_set_status(v, when); return;
+    case ITC_STATUS_SET: itc_set_status(itc_status | v, when); return;
+    case ITC_STATUS_CLR: itc_set_status(itc_status & ~v, when); return;
+    case ITC_ACK: itc_ack = v; return;
+    case ITC_ACK_SET: itc_ack |= v; return;
+    case ITC_ACK_CLR: itc_ack &= ~v; return;
+    default: return;
+  }
+  itc_set_status(itc_status, when);  // a new mask may uncover a pending line
 }
 
 // Offsets relative to the hyper peripheral: its transaction channels, then the common registers.
@@ -462,17 +508,23 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
     std::memcpy(&mem[h.addr], p, n);
   }
   const ExtMem& em = ext_mem[hyper_mem_sel];
-  double cpb = read ? em.read_cpb : em.write_cpb;
-  uint64_t setup = read ? em.read_setup : em.write_setup;
+  // A read moves read_cycles_per_byte; a write sends its first write_fast_bytes at a byte per cycle (GVSoC:
+  // the uDMA has read them ahead from L2) and the rest at write_cycles_per_byte.
   uint64_t start = std::max<uint64_t>(c.t + 1, udma_free_at);
-  uint64_t dur = setup + (uint64_t)(cpb * n + 0.5);
+  uint64_t dur;
+  if (read) {
+    dur = em.read_setup + (uint64_t)(em.read_cpb * n + 0.5);
+  } else {
+    uint64_t fast = std::min<uint64_t>(n, em.write_fast);
+    dur = em.write_setup + fast + (uint64_t)(em.write_cpb * (double)(n - fast) + 0.5);
+  }
   udma_free_at = start + dur;
   udma_busy_cycles += dur;
   udma_bytes += n;
   ext_bytes[hyper_mem_sel][read ? 0 : 1] += n;
   udma_transfers++;
   h.busy = true;
-  schedule(start + dur, T_UDMA_DONE, id);
+  schedule(start + dur, T_UDMA_DONE, id, read ? 1 : 0);
   if (timeline)
     timeline->span(Timeline::T_UDMA, read ? Timeline::K_UDMA_READ : Timeline::K_UDMA_WRITE, start, start + dur, n,
                    hyper_mem_sel);

@@ -35,14 +35,15 @@ Core::Core(Machine* mach, int idx, bool fc, uint32_t hid) : m(mach), index(idx),
     lat_apb = c.u("bus.fc_apb");
     lat_cl_periph = c.u("bus.fc_cluster_periph");
     lat_demux = c.u("bus.fc_cluster_periph");
-    icache.init(c.u("fc.icache_size"), c.u("fc.icache_ways"), line);
+    icache.init(c.u("fc.icache_size"), c.u("fc.icache_ways"), line, 1, c.u("fc.icache_replacement"));
   } else {
     lat_l2 = c.u("mem.l2.cluster_latency");
     lat_l1 = c.u("mem.l1.cluster_latency");
     lat_apb = c.u("bus.cluster_apb");
     lat_cl_periph = c.u("bus.cluster_periph");
     lat_demux = c.u("bus.cluster_demux");
-    icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), line);
+    icache.init(c.u("cluster.icache_l0_size"), c.u("cluster.icache_l0_ways"), line, 1,
+                c.u("cluster.icache_replacement"));
     icache_l0_latency = c.u("cluster.icache_l0_latency");
   }
 }
@@ -390,10 +391,9 @@ void Core::mret() {
 }
 
 void Core::wfi() {
-  if (is_fc && m->fc_event_pending) {  // an event arrived since the last wait
-    m->fc_event_pending = false;
-    return;
-  }
+  // The FC does not sleep while a line of its interrupt controller is up (GVSoC: wfi_handle); a cluster
+  // core's wfi waits for an interrupt the model never raises (crt0 parks finished cores there).
+  if (is_fc && m->itc_pending()) return;
   sleeping = true;
   wait = W_WFI;
   wait_rd = 0;
@@ -412,21 +412,30 @@ void Core::elw(uint32_t rd, uint32_t addr) {
 }
 
 void Core::refill(uint32_t line) {
-  uint32_t cost;
+  // The caches see the request at the instruction's issue cycle (GVSoC fetches before it accounts any
+  // stall of the instruction), also for the second line of an instruction that straddles two.
+  uint64_t cost;
+  auto none = [] { return (uint64_t)0; };
   if (is_fc) {
-    if (!icache.enabled || !icache.lookup(line)) {
-      cost = icache.enabled ? icache_miss : fetch_latency;
+    if (!icache.enabled) {
+      cost = (uint64_t)fetch_latency;
       refilled();
     } else {
-      cost = 0;
+      if (!icache.holds(line)) refilled();
+      cost = icache.access(line, cycle, icache_miss, none);
     }
   } else if (m->cl_icache_enabled) {
     // private L0, then the cluster's shared L1 instruction cache
-    bool from_l2 = false;
-    cost = icache.lookup(line) ? 0 : m->cl_icache_l1.cost_at(line, t, icache_l0_latency, icache_miss, from_l2);
-    if (from_l2) refilled();
+    Machine* mm = m;
+    Core* self = this;
+    uint32_t l1_miss = icache_miss - icache_l0_latency;
+    uint64_t now = cycle;
+    cost = icache.access(line, now, icache_l0_latency, [mm, self, line, now, l1_miss] {
+      if (!mm->cl_icache_l1.holds(line)) self->refilled();
+      return mm->cl_icache_l1.access(line, now, l1_miss, [] { return (uint64_t)0; });
+    });
   } else {
-    cost = fetch_latency;
+    cost = (uint64_t)fetch_latency;
     refilled();
   }
   fetch_line = line;

@@ -27,7 +27,8 @@ Machine::Machine(const std::map<std::string, double>& values) {
   flash.assign(cfg.u("mem.flash.size"), 0);
   n_cluster = (int)cfg.u("cluster.cores");
   cluster_hartid_base = cfg.u("cluster.hartid_cluster") << SOC_HARTID_CORE_BITS;
-  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"));
+  cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"),
+                    cfg.u("cluster.icache_l1_banks"), cfg.u("cluster.icache_replacement"));
   bootaddr.assign(n_cluster, SOC_BOOTADDR_RESET);
   uint32_t fpus = cfg.u("cluster.fpus"), divs = cfg.u("cluster.div_units");
   fpu_busy.assign(fpus, 0);
@@ -47,8 +48,10 @@ Machine::Machine(const std::map<std::string, double>& values) {
   for (int i = 0; i < 2; i++) {
     std::string k = std::string("mem.") + (i ? "flash" : "hyperram") + ".";
     ext_mem[i] = ExtMem{cfg.get(k + "read_cycles_per_byte"), cfg.get(k + "write_cycles_per_byte"),
-                        cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles")};
+                        cfg.u(k + "read_setup_cycles"), cfg.u(k + "write_setup_cycles"), cfg.u(k + "write_fast_bytes")};
   }
+  core_order = cfg.u("cluster.core_order");
+  for (auto& m : soc_eu_fc_mask) m = 0xffffffffu;  // every SoC event held back at reset
   cores.emplace_back(new Core(this, 0, true, fc_hartid));
   for (int i = 0; i < n_cluster; i++) {
     Core* c = new Core(this, 1 + i, false, cluster_hartid_base | (uint32_t)i);
@@ -63,6 +66,10 @@ Machine::Machine(const std::map<std::string, double>& values) {
     }
     cores.emplace_back(c);
   }
+  for (auto& k : cores) {
+    k->order = (uint32_t)k->index;
+    by_order.push_back(k.get());
+  }
   cfg.check_all_read();
 }
 
@@ -71,7 +78,7 @@ Machine::Machine(const std::map<std::string, double>& values) {
 // event-unit and DMA views, the cluster's peripheral bus otherwise.
 void Machine::map_peripherals() {
   static const std::map<std::string, Dev> known = {
-      {"stdout", D_STDOUT}, {"soc_ctrl", D_SOC_CTRL}, {"soc_eu", D_SOC_EU}, {"fc_timer", D_FC_TIMER},
+      {"stdout", D_STDOUT}, {"soc_ctrl", D_SOC_CTRL}, {"soc_eu", D_SOC_EU}, {"fc_itc", D_FC_ITC}, {"fc_timer", D_FC_TIMER},
       {"fc_icache_ctrl", D_FC_ICACHE}, {"udma", D_UDMA}, {"cluster_ctrl", D_CL_CTRL}, {"cluster_timer", D_CL_TIMER},
       {"event_unit", D_EU}, {"cluster_icache_ctrl", D_CL_ICACHE}, {"dma", D_DMA}, {"eu_demux", D_EU_DEMUX},
       {"dma_demux", D_DMA_DEMUX}};
@@ -240,6 +247,10 @@ bool Machine::mmio_read(Core& c, uint32_t addr, int size, uint32_t& value, int& 
     case D_UDMA:
       if (addr - hyper_base < HYPER_WINDOW) return udma_read(c, addr - hyper_base, value);
       return true;
+    case D_FC_ITC: return itc_read(off, value, c.t);
+    case D_SOC_EU:
+      if (off >= SOC_EU_FC_MASK && off < SOC_EU_FC_MASK + 4 * SOC_EU_MASK_REGS) value = soc_eu_fc_mask[(off - SOC_EU_FC_MASK) / 4];
+      return true;
     case D_FC_TIMER:
       if (off == SOC_TIMER_LO) value = (uint32_t)c.t;
       if (off == SOC_TIMER_HI) value = (uint32_t)(c.t >> 32);
@@ -295,9 +306,10 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
         exit_program(code);
       }
       return true;
-    case D_SOC_EU:
-      if (off == 0) fc_notify(c.t);  // a software SoC event reaches the FC
+    case D_SOC_EU:  // the FC's event masks; EVENT (+0) triggers nothing on pulp-open
+      if (off >= SOC_EU_FC_MASK && off < SOC_EU_FC_MASK + 4 * SOC_EU_MASK_REGS) soc_eu_fc_mask[(off - SOC_EU_FC_MASK) / 4] = value;
       return true;
+    case D_FC_ITC: itc_write(off, value, c.t); return true;
     case D_FC_ICACHE:
       icache_write(c);
       if (off == SOC_ICACHE_ENABLE) fc().icache.enabled = value != 0;
@@ -313,7 +325,7 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       if (off == SOC_FETCH_EN) {
         // A rising fetch-enable bit starts that core at its boot address.
         for (int i = 0; i < n_cluster; i++)
-          if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1 + lat, T_CORE_START, i, bootaddr[i]);
+          if ((value >> i & 1) && !(fetch_en >> i & 1)) schedule(c.t + 1, T_CORE_START, i, bootaddr[i]);
         fetch_en = value;
       }
       return true;
@@ -329,7 +341,7 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       // full event-unit map: software events (the FC's way in)
       if (off >= EU_FULL_SW_EVENT && off < EU_FULL_SW_EVENT + 4 * EU_SW_EVENT_COUNT) {
         uint32_t mask = value ? value : (1u << n_cluster) - 1;
-        eu_set_events(mask, 1u << ((off - EU_FULL_SW_EVENT) >> 2), c.t + lat);
+        eu_set_events(mask, 1u << ((off - EU_FULL_SW_EVENT) >> 2), c.t);
       }
       return true;
     default: return true;
@@ -378,8 +390,8 @@ bool Machine::poll_host(uint64_t now) {
 }
 
 // Deterministic scheduling: the running core with the smallest cycle count executes next, until it
-// passes the next core's time or the next timed event; ties go to the lower core index.
-static const unsigned KEY_BITS = 6;                 // bits of the core index in a scheduling key
+// passes the next core's time or the next timed event; ties go by position (cluster.core_order).
+static const unsigned KEY_BITS = 6;                 // bits of the core position in a scheduling key
 static const uint64_t KEY_MASK = (1u << KEY_BITS) - 1;
 
 Status Machine::run(uint64_t max_cycles) {
@@ -390,41 +402,42 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
   while (status == Status::Running) {
-    // c: the core to run; (second, second_idx): the earliest of the others, ties to the lower index.
-    // Each runnable core's key is (cycle, index) in one word, so that the two smallest come out of one
-    // pass without a branch per core (a scan with branches is most of the cost of a turn when the
-    // cores run in step); cycles that do not leave room for the index take the exact slow path.
+    // c: the core to run; (second, second_pos): the earliest of the others. Each runnable core's key is
+    // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), so
+    // that the two smallest come out of one pass without a branch per core (a scan with branches is most
+    // of the cost of a turn when the cores run in step); cycles that do not leave room for the position
+    // take the exact slow path.
     Core* c = nullptr;
     uint64_t second = UINT64_MAX;
-    int second_idx = 1 << 30;
+    uint32_t second_pos = UINT32_MAX;
     uint64_t k1 = UINT64_MAX, k2 = UINT64_MAX, big = 0;
     const size_t ncores = cores.size();
     for (size_t i = 0; i < ncores; i++) {
       const Core& k = *cores[i];
-      uint64_t key = (k.active & !k.sleeping) ? (k.cycle << KEY_BITS) | i : UINT64_MAX;
+      uint64_t key = (k.active & !k.sleeping) ? (k.cycle << KEY_BITS) | k.order : UINT64_MAX;
       big |= k.cycle;
       uint64_t hi = key > k1 ? key : k1;
       k1 = key < k1 ? key : k1;
       k2 = hi < k2 ? hi : k2;
     }
     if (!(big >> (64 - KEY_BITS)) && ncores <= (1u << KEY_BITS)) {
-      if (k1 != UINT64_MAX) c = cores[k1 & KEY_MASK].get();
+      if (k1 != UINT64_MAX) c = by_order[k1 & KEY_MASK];
       if (k2 != UINT64_MAX) {
         second = k2 >> KEY_BITS;
-        second_idx = (int)(k2 & KEY_MASK);
+        second_pos = (uint32_t)(k2 & KEY_MASK);
       }
     } else {
       for (auto& k : cores) {
         if (!k->active || k->sleeping) continue;
-        if (!c || k->cycle < c->cycle) {
-          if (c && (c->cycle < second || (c->cycle == second && c->index < second_idx))) {
+        if (!c || k->cycle < c->cycle || (k->cycle == c->cycle && k->order < c->order)) {
+          if (c) {
             second = c->cycle;
-            second_idx = c->index;
+            second_pos = c->order;
           }
           c = k.get();
-        } else if (k->cycle < second || (k->cycle == second && k->index < second_idx)) {
+        } else if (k->cycle < second || (k->cycle == second && k->order < second_pos)) {
           second = k->cycle;
-          second_idx = k->index;
+          second_pos = k->order;
         }
       }
     }
@@ -449,8 +462,8 @@ Status Machine::run(uint64_t max_cycles) {
       process_timed(c->cycle);
       continue;
     }
-    // run while ahead of nobody: equal cycles go to the lower core index first
-    uint64_t lim = second == UINT64_MAX ? second : (c->index < second_idx ? second : second - 1);
+    // run while ahead of nobody: up to second's cycle when c would run first in that cycle too
+    uint64_t lim = second == UINT64_MAX ? second : (c->order < second_pos ? second : second - 1);
     uint64_t bound = std::min(lim, next_ev - 1);
     // the FC is the only runnable core and nothing is scheduled: every active cluster core sleeps
     bool fc_alone = c->is_fc && second == UINT64_MAX && next_ev == UINT64_MAX;

@@ -70,56 +70,79 @@ struct Config {
   }
 };
 
-struct ICache {  // set-associative instruction cache with round-robin replacement per set
+// A set-associative instruction cache as GVSoC's cache model times it (gvsoc-core models/cache):
+// it may be split into line-interleaved banks (the cluster's shared L1: each bank a cache of its own),
+// each bank refills one line at a time (a miss waits for the refill in progress), a line being
+// refilled delays a hit until it arrives, and the victim way comes from an 8-bit LFSR per bank
+// (GVSoC's replacement) or from a round-robin pointer per set (the choice `icache_replacement`).
+struct ICache {
+  enum Replacement { LFSR8 = 0, ROUND_ROBIN = 1 };
   bool enabled = false;
-  uint32_t sets = 0, ways = 0;
-  std::vector<uint32_t> tags;  // sets*ways line numbers, 0xffffffff = invalid
-  std::vector<uint64_t> ready; // cycle at which a line's refill completes
-  std::vector<uint8_t> next;
-  void init(uint32_t size, uint32_t nways, uint32_t line) {
+  uint32_t sets = 0, ways = 0, banks = 1, bank_bits = 0;
+  uint32_t replacement = LFSR8;
+  std::vector<uint32_t> tags;      // banks*sets*ways line numbers, 0xffffffff = invalid
+  std::vector<uint64_t> ready;     // cycle at which a line's refill completes
+  std::vector<uint8_t> next;       // round robin: next victim per set
+  std::vector<uint8_t> lfsr;       // per bank
+  std::vector<uint64_t> refill_until;  // per bank: the refill in progress ends then
+  void init(uint32_t size, uint32_t nways, uint32_t line, uint32_t nbanks, uint32_t repl) {
     ways = nways;
-    sets = nways ? size / (line * nways) : 0;
-    if (sets == 0)
+    banks = nbanks;
+    bank_bits = (uint32_t)__builtin_ctz(nbanks);
+    replacement = repl;
+    sets = nways && nbanks ? size / (line * nways * nbanks) : 0;
+    if (sets == 0 || (nbanks & (nbanks - 1)))
       throw std::runtime_error("an instruction cache of " + std::to_string(size) + " bytes cannot hold " +
-                               std::to_string(nways) + " ways of " + std::to_string(line) + "-byte lines");
-    tags.assign(sets * ways, 0xffffffffu);
-    ready.assign(sets * ways, 0);
-    next.assign(sets, 0);
+                               std::to_string(nbanks) + " bank(s) of " + std::to_string(nways) + " ways of " +
+                               std::to_string(line) + "-byte lines");
+    tags.assign(banks * sets * ways, 0xffffffffu);
+    ready.assign(banks * sets * ways, 0);
+    next.assign(banks * sets, 0);
+    lfsr.assign(banks, 0);
+    refill_until.assign(banks, 0);
   }
-  // Shared cache: a core that asks for a line still being refilled waits for the same refill.
-  // `miss` tells whether the line was fetched from L2 for this request.
-  uint32_t cost_at(uint32_t lineno, uint64_t now, uint32_t hit_lat, uint32_t miss_lat, bool& miss) {
-    uint32_t s = lineno % sets;
-    for (uint32_t w = 0; w < ways; w++) {
-      uint32_t k = s * ways + w;
-      if (tags[k] == lineno) {
-        uint64_t r = ready[k];
-        miss = false;
-        return r > now + hit_lat ? (uint32_t)(r - now) : hit_lat;
-      }
+  uint32_t bank_of(uint32_t lineno) const { return lineno & (banks - 1); }
+  uint32_t set_base(uint32_t lineno) const {  // first slot of the line's set
+    uint32_t b = bank_of(lineno);
+    return (b * sets + (lineno >> bank_bits) % sets) * ways;
+  }
+  int find(uint32_t lineno) const {
+    uint32_t k = set_base(lineno);
+    for (uint32_t w = 0; w < ways; w++)
+      if (tags[k + w] == lineno) return (int)(k + w);
+    return -1;
+  }
+  bool holds(uint32_t lineno) const { return find(lineno) >= 0; }  // a hit, without touching anything
+  uint32_t victim(uint32_t lineno) {
+    uint32_t b = bank_of(lineno);
+    if (replacement == ROUND_ROBIN) {
+      uint32_t s = set_base(lineno) / ways;
+      uint32_t w = next[s];
+      next[s] = (uint8_t)((w + 1) % ways);
+      return w;
     }
-    miss = true;
-    uint32_t k = s * ways + next[s];
-    tags[k] = lineno;
-    ready[k] = now + miss_lat;
-    next[s] = (uint8_t)((next[s] + 1) % ways);
-    return miss_lat;
+    uint8_t& r = lfsr[b];  // GVSoC's 8-bit LFSR, taps 7, 3, 2, 1 (stepped on every refill of the bank)
+    uint32_t fb = !(((r >> 7) ^ (r >> 3) ^ (r >> 2) ^ (r >> 1)) & 1u);
+    r = (uint8_t)((r << 1) | fb);
+    return ((r >> 1) & (ways - 1)) % ways;
+  }
+  // The latency of a request for `lineno` made at cycle `now`: 0 on a hit (or the rest of the line's
+  // refill), on a miss the refill in progress, then `lower` (what the next level answers) plus
+  // `refill` of its own. `lower_fn(start)` gives the next level's answer for a request made at `now`.
+  template <typename F>
+  uint64_t access(uint32_t lineno, uint64_t now, uint32_t refill, F lower_fn) {
+    int k = find(lineno);
+    if (k >= 0) return ready[k] > now ? ready[k] - now : 0;
+    uint32_t b = bank_of(lineno);
+    uint64_t lat = refill_until[b] > now ? refill_until[b] - now : 0;
+    lat += lower_fn() + refill;
+    uint32_t slot = set_base(lineno) + victim(lineno);
+    tags[slot] = lineno;
+    ready[slot] = now + lat;
+    refill_until[b] = now + lat;
+    return lat;
   }
   void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
-  bool holds(uint32_t lineno) const {  // a hit, without touching anything
-    uint32_t s = lineno % sets;
-    for (uint32_t w = 0; w < ways; w++)
-      if (tags[s * ways + w] == lineno) return true;
-    return false;
-  }
-  bool lookup(uint32_t lineno) {  // true on hit; a miss fills the line
-    uint32_t s = lineno % sets;
-    for (uint32_t w = 0; w < ways; w++)
-      if (tags[s * ways + w] == lineno) return true;
-    tags[s * ways + next[s]] = lineno;
-    next[s] = (uint8_t)((next[s] + 1) % ways);
-    return false;
-  }
 };
 
 class Machine;
@@ -197,6 +220,9 @@ class Core {
   bool block_pending = false;  // set by an event-unit read that must sleep
   uint32_t block_value = 0;
   int cluster_core = -1;       // index inside the cluster, -1 for the FC
+  // Order among the cores due in the same cycle: the lower position runs first (Machine::woke). The FC,
+  // alone in its clock domain, keeps position 0; the others start in index order.
+  uint32_t order = 0;
   bool elw_access = false;     // the current load is a p.elw
   bool eu_touched = false;     // ...and it reached the event unit
   uint32_t icache_l0_latency = 0;
@@ -311,31 +337,28 @@ class Core {
   uint32_t tcdm_shift = 2;       // log2 of the bank width
   Insn tmp_insn;
 
-  // An FP op holds its FPU for `lat` cycles and blocks the core for lat - 1.
-  inline void fpu_issue(uint32_t lat) {
-    if (fpu_busy) {
-      if (*fpu_busy > t) {
-        uint64_t s = *fpu_busy - t;
-        t = *fpu_busy;
-        ev[apu_idx] += s;
-        ev[X_FPU_CONT] += s;
-      }
-      *fpu_busy = t + lat;
+  // GVSoC's shared-unit rule (gvsoc-core iss resource.cpp, iss_resource_offload): an FP op asks for its
+  // unit at the cycle `t` it has reached; if the unit is busy until later, the core stalls until then
+  // and the unit stays busy `hold` cycles more; else it is busy from t for `hold` cycles. The stall is
+  // what APU_CONT counts. The op then blocks the core for its latency - 1 (counted in APU_CONT too).
+  inline void unit_claim(uint64_t* busy, uint32_t hold) {
+    if (!busy) return;
+    if (*busy > t) {
+      uint64_t s = *busy - t;
+      t = *busy;
+      ev[apu_idx] += s;
+      ev[X_FPU_CONT] += s;
     }
+    *busy = t + hold;
+  }
+  inline void fpu_claim(uint32_t lat) { unit_claim(fpu_busy, lat); }
+  inline void fdiv_claim(uint32_t lat) { unit_claim(div_busy, lat); }
+  inline void fpu_done(uint32_t lat) {
     extra += lat - 1;
     ev[apu_idx] += lat - 1;
     ev[X_FPU] += lat - 1;
   }
-  inline void fdiv_issue(uint32_t lat) {
-    if (div_busy) {
-      if (*div_busy > t) {
-        uint64_t s = *div_busy - t;
-        t = *div_busy;
-        ev[apu_idx] += s;
-        ev[X_FPU_CONT] += s;
-      }
-      *div_busy = t + lat;
-    }
+  inline void fdiv_done(uint32_t lat) {
     extra += lat - 1;
     ev[apu_idx] += lat - 1;
     ev[X_FDIV] += lat - 1;
@@ -387,7 +410,7 @@ class Machine {
   bool ext_on[ISA_SWITCHES + 1];
 
   // address map outside the memories (platform [peripherals], [memory] aliases, [cluster] space_size)
-  enum Dev { D_QUIET, D_STDOUT, D_SOC_CTRL, D_SOC_EU, D_FC_TIMER, D_FC_ICACHE, D_UDMA, D_CL_CTRL, D_CL_TIMER, D_EU,
+  enum Dev { D_QUIET, D_STDOUT, D_SOC_CTRL, D_SOC_EU, D_FC_ITC, D_FC_TIMER, D_FC_ICACHE, D_UDMA, D_CL_CTRL, D_CL_TIMER, D_EU,
              D_CL_ICACHE, D_DMA, D_EU_DEMUX, D_DMA_DEMUX };
   enum Path { P_APB, P_CL_PERIPH, P_DEMUX };
   struct Window { uint32_t base, size; Dev dev; Path path; };
@@ -409,6 +432,21 @@ class Machine {
   std::vector<uint64_t> div_busy;           // one per divide/sqrt unit
   std::vector<uint64_t> tcdm_busy;
   Core& pe(int i) { return *cores[1 + i]; }
+  // cluster.core_order: who runs first among the cores due in the same cycle
+  enum CoreOrder { LAST_WOKEN_FIRST = 0, BY_INDEX = 1 };
+  uint32_t core_order = LAST_WOKEN_FIRST;
+  std::vector<Core*> by_order;  // the cores by their position (Core::order)
+  // A cluster core (re)starts: with last_woken_first it now runs before every other cluster core due in
+  // the same cycle, as GVSoC puts a core's clock event at the front of its list when it is enabled again.
+  void woke(Core& c) {
+    if (c.is_fc || core_order != LAST_WOKEN_FIRST || c.order == 1) return;
+    for (uint32_t p = c.order; p > 1; p--) {
+      by_order[p] = by_order[p - 1];
+      by_order[p]->order = p;
+    }
+    by_order[1] = &c;
+    c.order = 1;
+  }
 
   struct Barrier { uint32_t trigger_mask = 0, target_mask = 0, status = 0; };
   struct EventUnit {
@@ -434,7 +472,9 @@ class Machine {
   struct DmaChannel { uint32_t words[5]; int n = 0; int tid = -1; };  // tid: the counter its CMD read returned
   std::vector<DmaChannel> dma_chan;
   uint32_t dma_alloc = 0, dma_active = 0;   // TID bitmaps
-  uint64_t dma_free_at = 0;                 // the engine is busy until then
+  // MCHAN has an engine per direction (GVSoC: a read and a write command in flight at once): a transfer
+  // waits for the ones before it in its own direction only. [0]: L1 -> L2, [1]: L2 -> L1.
+  uint64_t dma_free_at[2] = {0, 0};
   std::map<uint32_t, DmaXfer> dma_inflight;
   uint64_t dma_busy_cycles = 0, dma_bytes = 0, dma_transfers = 0;
   uint32_t dma_bpc, dma_burst, dma_issue;
@@ -445,7 +485,7 @@ class Machine {
   // ---- peripheral DMA (uDMA) and external memories ----
   std::vector<uint8_t> hyperram, flash;
   uint64_t ext_bytes[2][2] = {{0, 0}, {0, 0}};  // [HyperRAM, flash][read, written]
-  struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup; };
+  struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup, write_fast; };
   ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
   uint32_t hyper_mem_sel = 0;
   struct HyperTrans { uint32_t rx_saddr = 0, rx_size = 0, tx_saddr = 0, tx_size = 0, ca = 0, addr = 0; bool busy = false; };
@@ -454,8 +494,15 @@ class Machine {
   uint64_t udma_free_at = 0, udma_busy_cycles = 0, udma_bytes = 0, udma_transfers = 0;
   bool udma_read(Core& c, uint32_t off, uint32_t& value);
   bool udma_write(Core& c, uint32_t off, uint32_t value);
-  bool fc_event_pending = false;
-  void fc_notify(uint64_t when);
+  // ---- what wakes the FC: its interrupt controller (ITC) and the SoC event unit's FC masks ----
+  uint32_t itc_mask = 0, itc_status = 0, itc_ack = 0;
+  std::vector<uint32_t> itc_fifo;           // SoC events waiting to be read, oldest first
+  uint32_t soc_eu_fc_mask[SOC_EU_MASK_REGS];
+  bool itc_pending() const { return (itc_status & itc_mask) != 0; }
+  void itc_set_status(uint32_t v, uint64_t when);  // and wake the FC from wfi if a line it listens to is up
+  void soc_event(uint32_t event, uint64_t when);   // a SoC event, to the FC unless its mask holds it back
+  bool itc_read(uint32_t off, uint32_t& value, uint64_t when);
+  void itc_write(uint32_t off, uint32_t value, uint64_t when);
 
   // ---- timed events (DMA completions, core starts), processed in time order ----
   struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };

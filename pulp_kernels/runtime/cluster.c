@@ -1,12 +1,18 @@
 /* Cluster start, task offload and fork/join, over the cluster control unit and the event unit.
  *
  * The FC fetch-enables the cluster cores at _start (crt0 sends them here). Core 0 is the master:
- * it sleeps until the FC signals software event 0, runs the task's entry, then tells the FC through
- * a SoC event. Cores 1..n-1 wait on the event unit's dispatch FIFO for (entry, arg) pairs pushed by
- * pi_cl_team_fork and join on hardware barrier 0. */
+ * it sleeps until the FC signals software event 0, runs the task's entry, then wakes the FC. Cores
+ * 1..n-1 wait on the event unit's dispatch FIFO for (entry, arg) pairs pushed by pi_cl_team_fork and
+ * join on hardware barrier 0.
+ *
+ * The FC waits for a task as the PULP OS does on pulp-open: it sleeps in wfi, and the master ends the
+ * task by raising a software-event line of the FC's interrupt controller (ITC STATUS_SET), which the
+ * FC unmasks. Interrupts stay disabled, so the line only ends the wfi; the FC clears it and looks at
+ * the mailbox. The same ELF runs on the embedded simulator and on GVSoC. */
 #include "pmsis.h"
 
-#define SOC_EVT_CLUSTER_DONE 27   /* the SoC event the master sends the FC: the runtime's choice */
+/* The ITC line the master raises: software event 1, the PULP OS's choice (POS_EVENT_FC_ENQUEUE). */
+#define FC_WAKE_LINE (PULP_ITC_SW_EVENT + 1)
 
 extern char _start[];
 extern char __cluster_stacks[];
@@ -28,6 +34,7 @@ int pi_cluster_open(struct pi_device *device) {
   (void)device;
   if (cluster_on) return 0;
   mailbox_done = 1;
+  pulp_wr(PULP_FC_ITC + PULP_ITC_MASK_SET, 1u << FC_WAKE_LINE);
   pulp_wr(PULP_CLUSTER_ICACHE_CTRL + PULP_SOC_ICACHE_ENABLE, 0xFFFFFFFFu);
   for (int i = 0; i < PULP_CLUSTER_CORES; i++) pulp_wr(PULP_CLUSTER_CTRL + PULP_SOC_BOOTADDR + 4 * i, (uint32_t)_start);
   pulp_wr(PULP_CLUSTER_CTRL + PULP_SOC_FETCH_EN, (1u << PULP_CLUSTER_CORES) - 1);
@@ -55,13 +62,10 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
   mailbox_done = 0;
   mailbox_task = task;
   pulp_wr(PULP_EVENT_UNIT + PULP_EU_FULL_SW_EVENT + 4 * PULP_EU_EVT_SW0, 1u);  /* software event 0 to core 0 */
-#ifdef PULP_FC_WAIT_WFI
-  while (!mailbox_done) __asm__ volatile("wfi");  /* the master's SoC event wakes the FC (embedded model) */
-#else
-  /* Polling works on every simulator: GVSoC's FC is not woken from wfi by this SoC event. */
   while (!mailbox_done) {
+    __asm__ volatile("wfi");  /* ends once the master has raised FC_WAKE_LINE (or at once if it already has) */
+    pulp_wr(PULP_FC_ITC + PULP_ITC_STATUS_CLR, 1u << FC_WAKE_LINE);
   }
-#endif
   return 0;
 }
 
@@ -97,7 +101,7 @@ static void master_loop(void) {
     mailbox_task = 0;
     t->entry(t->arg);
     mailbox_done = 1;
-    pulp_wr(PULP_SOC_EU, SOC_EVT_CLUSTER_DONE);
+    pulp_wr(PULP_FC_ITC + PULP_ITC_STATUS_SET, 1u << FC_WAKE_LINE);
   }
 }
 

@@ -71,6 +71,18 @@ static void cluster_work(void *arg) {
   x += memory(&banks[id], 1) + memory(&banks[16 * id], 16) + memory(&banks[2 * id], 16);  /* bank patterns */
   x += memory(l2word, 0);                                                  /* L2 from the cluster */
   x += pulp_elw((uint32_t)&banks[id]);                                     /* p.elw on plain memory */
+  /* divides on just-loaded operands, all cores at once: whether the divider is claimed before the
+   * load-use stall (then the contention stall hides it) shows in the load-stall counter */
+  pi_perf_conf(1u << PI_PERF_LD_STALL);
+  pi_perf_reset();
+  pi_perf_start();
+  for (int i = 0; i < 4; i++) {
+    uint32_t q;
+    __asm__ volatile("lw %0, 0(%1)\n\tfdiv.s %0, %0, %2" : "=&r"(q) : "r"(&banks[id + i]), "r"(0x40400000u));
+    x += q;
+  }
+  pi_perf_stop();
+  x += pi_perf_read(PI_PERF_LD_STALL) << 8;
   pulp_wr(PULP_EU_DEMUX + PULP_EU_MASK_OR, 1u << 3);
   pulp_wr(PULP_EU_DEMUX + PULP_EU_SW_EVENT + 4 * 3, 1u << id);
   x += pulp_rd(PULP_EU_DEMUX + PULP_EU_EVENT_WAIT_CLEAR);                  /* an event-unit wait with lw */
@@ -126,6 +138,10 @@ int main(void) {
   pi_ram_open(&ram);
   pi_ram_write(&ram, PULP_HYPERRAM_SIZE - 1024, l2src, 1024);      /* the end of HyperRAM */
   pi_ram_read(&ram, PULP_HYPERRAM_SIZE - 1024, l2src, 512);
+  /* let the end of a read reach the FC (SoC event unit mask), then take it from the ITC's FIFO */
+  REG(PULP_SOC_EU + PULP_SOC_EU_FC_MASK + 4 * (PULP_HYPER_EOT_RX_EVENT / 32)) &= ~(1u << (PULP_HYPER_EOT_RX_EVENT % 32));
+  pi_ram_read(&ram, PULP_HYPERRAM_SIZE - 1024, l2src, 64);
+  s += REG(PULP_FC_ITC + PULP_ITC_STATUS) + REG(PULP_FC_ITC + PULP_ITC_FIFO) + REG(PULP_FC_ITC + PULP_ITC_FIFO);
   pi_hyperflash_conf_init(&fcf);
   pi_open_from_conf(&flash, &fcf);
   pi_flash_open(&flash);
