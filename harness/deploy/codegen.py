@@ -457,7 +457,8 @@ class Gen:
                 + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.ext else 0)
             ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext else 0
             ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.ext else 0
-            return compute + l2 + ext_cyc + mt * nt * (kt * 3 + 2) * FORK_CYCLES
+            # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
+            return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
 
         best = None
         for tk in _cands(p, 2):
