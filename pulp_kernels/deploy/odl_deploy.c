@@ -383,38 +383,66 @@ static inline void odl_dw_fw_edge(uint32_t *yp, const uint32_t *xv, const uint32
 }
 
 /* One output row of the forward on channel pairs [c_lo, c_hi), FP16 accumulation of the taps in tap
- * order (vfmac.h): interior pixels of k = 3 with the pair's weights in registers, the others by tap list. */
+ * order (vfmac.h). For k = 3 every pixel takes the nine-tap path with the pair's weights in registers:
+ * a tap outside the map reads a pixel inside it (its row or column clamped) with a zero weight, which
+ * adds exactly zero, so edge pixels and whole edge rows (most of a small map) cost what interior ones
+ * do instead of a tap list each. Other kernel sizes take the tap lists. */
+static inline int odl_clampi(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
+static inline uint32_t odl_mask_in(int v, int n) { return v >= 0 && v < n ? 0xffffffffu : 0u; }
 static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, int c_lo, int c_hi,
                                  int h, int wd, int wo, int k, int s, int pt, int pl, int p2, int oh) {
-  int ow0 = odl_sdiv(pl + s - 1, s), ow1 = odl_sdiv(wd - k + pl, s) + 1;
-  if (ow1 > wo) ow1 = wo;
-  int ih = oh * s - pt, inner = k == 3 && ih >= 0 && ih + 2 < h && ow0 < ow1;
   uint32_t *yrow = yv + oh * wo * p2;
-  for (int ow = 0; ow < wo; ow++)
-    if (!inner || ow < ow0 || ow >= ow1) odl_dw_fw_edge(yrow + ow * p2, xv, wv, bv, c_lo, c_hi, h, wd, k, s, pt, pl, p2, oh, ow);
-  if (!inner) return;
+  if (k != 3) {
+    for (int ow = 0; ow < wo; ow++) odl_dw_fw_edge(yrow + ow * p2, xv, wv, bv, c_lo, c_hi, h, wd, k, s, pt, pl, p2, oh, ow);
+    return;
+  }
+  int ow0 = odl_sdiv(pl + s - 1, s), ow1 = odl_sdiv(wd - k + pl, s) + 1;   /* columns with all three taps inside */
+  if (ow0 > wo) ow0 = wo;
+  if (ow1 > wo) ow1 = wo;
+  if (ow1 < ow0) ow1 = ow0;
+  int ih = oh * s - pt;
+  uint32_t m0 = odl_mask_in(ih, h), m1 = odl_mask_in(ih + 1, h), m2 = odl_mask_in(ih + 2, h);
+  const uint32_t *x0 = xv + odl_clampi(ih, h) * wd * p2, *x1 = xv + odl_clampi(ih + 1, h) * wd * p2,
+                 *x2 = xv + odl_clampi(ih + 2, h) * wd * p2;
   for (int c = c_lo; c < c_hi; c++) {
     uint32_t bias = bv ? bv[c] : 0;
-    uint32_t w0 = wv[c], w1 = wv[p2 + c], w2 = wv[2 * p2 + c], w3 = wv[3 * p2 + c], w4 = wv[4 * p2 + c],
-             w5 = wv[5 * p2 + c], w6 = wv[6 * p2 + c], w7 = wv[7 * p2 + c], w8 = wv[8 * p2 + c];
-    const uint32_t *r0 = xv + (ih * wd + ow0 * s - pl) * p2 + c;
-    const uint32_t *r1 = r0 + wd * p2, *r2 = r1 + wd * p2;
-    uint32_t *yp = yrow + ow0 * p2 + c;
-    for (int ow = ow0; ow < ow1; ow++) {
-      uint32_t acc = pulp_vfmac_h(bias, r0[0], w0);
-      acc = pulp_vfmac_h(acc, r0[p2], w1);
-      acc = pulp_vfmac_h(acc, r0[2 * p2], w2);
-      acc = pulp_vfmac_h(acc, r1[0], w3);
-      acc = pulp_vfmac_h(acc, r1[p2], w4);
-      acc = pulp_vfmac_h(acc, r1[2 * p2], w5);
-      acc = pulp_vfmac_h(acc, r2[0], w6);
-      acc = pulp_vfmac_h(acc, r2[p2], w7);
-      acc = pulp_vfmac_h(acc, r2[2 * p2], w8);
-      *yp = acc;
-      yp += p2;
-      r0 += s * p2;
-      r1 += s * p2;
-      r2 += s * p2;
+    uint32_t w0 = wv[c] & m0, w1 = wv[p2 + c] & m0, w2 = wv[2 * p2 + c] & m0, w3 = wv[3 * p2 + c] & m1,
+             w4 = wv[4 * p2 + c] & m1, w5 = wv[5 * p2 + c] & m1, w6 = wv[6 * p2 + c] & m2, w7 = wv[7 * p2 + c] & m2,
+             w8 = wv[8 * p2 + c] & m2;
+    for (int ow = 0; ow < wo; ow++) {
+      if (ow == ow0) {   /* the interior columns: three taps a row, no clamping */
+        const uint32_t *r0 = x0 + (ow0 * s - pl) * p2 + c, *r1 = x1 + (ow0 * s - pl) * p2 + c, *r2 = x2 + (ow0 * s - pl) * p2 + c;
+        uint32_t *yp = yrow + ow0 * p2 + c;
+        for (; ow < ow1; ow++) {
+          uint32_t acc = pulp_vfmac_h(bias, r0[0], w0);
+          acc = pulp_vfmac_h(acc, r0[p2], w1);
+          acc = pulp_vfmac_h(acc, r0[2 * p2], w2);
+          acc = pulp_vfmac_h(acc, r1[0], w3);
+          acc = pulp_vfmac_h(acc, r1[p2], w4);
+          acc = pulp_vfmac_h(acc, r1[2 * p2], w5);
+          acc = pulp_vfmac_h(acc, r2[0], w6);
+          acc = pulp_vfmac_h(acc, r2[p2], w7);
+          acc = pulp_vfmac_h(acc, r2[2 * p2], w8);
+          *yp = acc;
+          yp += p2;
+          r0 += s * p2;
+          r1 += s * p2;
+          r2 += s * p2;
+        }
+        if (ow >= wo) break;
+      }
+      int iw = ow * s - pl;
+      uint32_t n0 = odl_mask_in(iw, wd), n1 = odl_mask_in(iw + 1, wd), n2 = odl_mask_in(iw + 2, wd);
+      int j0 = odl_clampi(iw, wd) * p2 + c, j1 = odl_clampi(iw + 1, wd) * p2 + c, j2 = odl_clampi(iw + 2, wd) * p2 + c;
+      uint32_t acc = pulp_vfmac_h(bias, x0[j0], w0 & n0);
+      acc = pulp_vfmac_h(acc, x0[j1], w1 & n1);
+      acc = pulp_vfmac_h(acc, x0[j2], w2 & n2);
+      acc = pulp_vfmac_h(acc, x1[j0], w3 & n0);
+      acc = pulp_vfmac_h(acc, x1[j1], w4 & n1);
+      acc = pulp_vfmac_h(acc, x1[j2], w5 & n2);
+      acc = pulp_vfmac_h(acc, x2[j0], w6 & n0);
+      acc = pulp_vfmac_h(acc, x2[j1], w7 & n1);
+      yrow[ow * p2 + c] = pulp_vfmac_h(acc, x2[j2], w8 & n2);
     }
   }
 }
