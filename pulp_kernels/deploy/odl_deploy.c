@@ -166,7 +166,20 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
       uint32_t *v = (uint32_t *)row;
       for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmax_h(v[c], 0u);
     } else if (act != ODL_ACT_NONE) {
-      for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
+      /* one loop per activation, so that the compiler sees a constant and the element loop carries no
+       * dispatch (the same FP32 arithmetic, rounded once) */
+      if (act == ODL_ACT_HSWISH) {   /* a word (two channels) at a time: one load, one store */
+        uint32_t *v = (uint32_t *)row;
+        for (int c = 0; c < (cols + 1) / 2; c++) {
+          uint32_t wv = v[c];
+          f16 lo = odl_f2h(odl_act_f(ODL_ACT_HSWISH, odl_h2f((f16)wv)));
+          f16 hi = odl_f2h(odl_act_f(ODL_ACT_HSWISH, odl_h2f((f16)(wv >> 16))));
+          v[c] = (uint32_t)lo | (uint32_t)hi << 16;
+        }
+      } else if (act == ODL_ACT_SIGMOID)
+        for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(ODL_ACT_SIGMOID, odl_h2f(row[c])));
+      else
+        for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
       if (cols & 1) row[cols] = 0;
     }
     if (post) {
@@ -190,6 +203,10 @@ void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, 
       }
     } else if (act == ODL_ACT_RELU) {
       for (int c = 0; c < cols; c++) gr[c] &= (f16)(0u - (uint32_t)(odl_h2f(sr[c]) > 0.0f));
+    } else if (act == ODL_ACT_HSWISH) {   /* one loop per activation: no dispatch per element */
+      for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(ODL_ACT_HSWISH, odl_h2f(sr[c]), odl_h2f(gr[c])));
+    } else if (act == ODL_ACT_SIGMOID) {
+      for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(ODL_ACT_SIGMOID, odl_h2f(sr[c]), odl_h2f(gr[c])));
     } else {
       for (int c = 0; c < cols; c++) gr[c] = odl_f2h(odl_act_grad(act, odl_h2f(sr[c]), odl_h2f(gr[c])));
     }
