@@ -212,8 +212,7 @@ def update_readme(readme, name: str, table, command: str) -> bool:
     return new != text
 
 
-README_COMMANDS = {"regress": "pulp-odl crosscheck --energy --kernels regress",
-                   "calibration": "pulp-odl crosscheck --energy --programs $PULP_ODL_SHARED/data/gvsoc-calibration "
+README_COMMANDS = {"calibration": "pulp-odl crosscheck --energy --programs $PULP_ODL_SHARED/data/gvsoc-calibration "
                                   "--output results/crosscheck/calibration.csv"}
 
 
