@@ -73,6 +73,9 @@ golden:
 readme-crosscheck:
 	$(PYTHON) -m harness crosscheck --kernels regress
 	$(PYTHON) -m harness.kernels.crosscheck --readme README.md results/crosscheck/regress.csv
+	$(PYTHON) -m harness crosscheck --energy --programs $${PULP_ODL_SHARED:-../shared}/data/gvsoc-calibration \
+		--output results/crosscheck/calibration.csv
+	$(PYTHON) -m harness.energy_crosscheck --readme README.md --name calibration results/crosscheck/calibration.energy.csv
 
 # An ONNX model through the deployer: a small sweep on examples/models/ds_cnn.onnx (examples/models/
 # kws_sweep.toml; examples/models/make_models.py wrote the model); writes results/kws_sweep/.

@@ -68,6 +68,10 @@ def add_arguments(p):
                    help="instead of ELFs, every pulp-open kernel of a kernels experiment (a name in experiments/ or "
                         "a .toml path, e.g. regress), each built once and run on both backends; writes "
                         "results/crosscheck/EXPERIMENT.csv")
+    p.add_argument("--energy", action="store_true",
+                   help="compare energy instead of cycles: the embedded model against GVSoC's power report "
+                        "(gvrun --power, GVSoC's debug build) on the same ELFs, like for like (docs/energy.md); "
+                        "writes the cycle table's path with .energy.csv")
     p.add_argument("--jobs", type=validate.jobs_arg(), default=1, metavar="N",
                    help="with --kernels: kernels run side by side (default 1)")
     p.add_argument("--max-cycles", type=_positive, default=None, metavar="N",
@@ -397,6 +401,10 @@ def _print_kernels(rows, summary) -> None:
 
 
 def run(args) -> int:
+    if args.energy:
+        from harness import energy_crosscheck
+
+        return energy_crosscheck.run(args)
     if args.kernels:
         return run_kernels(args)
     if args.jobs != 1:
