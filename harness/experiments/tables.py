@@ -194,7 +194,10 @@ def kernel_rows(plan: Plan, outcome: Outcome) -> list[dict]:
                     "p_out": sp.p_out, "k_in": r["k_in"], "k_out": r["k_out"], "macs": r["macs"],
                     **_measured([r]), "mac_per_cycle": r["mac_per_cycle"], "peak_mac_per_cycle": peak,
                     "efficiency": round(r["mac_per_cycle"] / peak, 4), "tiles": r["tiles"], "l1_bytes": r["l1_bytes"],
-                    "total_cycles": r["total_cycles"], "instructions": r["instructions"], "max_abs_err": r["max_abs_err"], "ok": r["ok"],
+                    "total_cycles": r["total_cycles"], "instructions": r["instructions"],
+                    "cluster_instructions": r.get("cluster_instructions"),
+                    **{f"cluster_stall_{k}": v for k, v in (r.get("cluster_stalls") or {}).items()},
+                    "max_abs_err": r["max_abs_err"], "ok": r["ok"],
                     **{k: prov.get(k, r.get(k)) for k in ("source_sha256", "toolchain", "platform_sha256",
                                                            "simulator", "backend", "runtime_sha256")}})
     return out

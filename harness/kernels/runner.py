@@ -275,9 +275,18 @@ def check(spec: KernelSpec, prog, ins: dict, res: dict, src_hash: str) -> dict:
                compute_mac_per_cycle=round(macs / vals["compute"], 4) if vals.get("compute") else 0.0,
                max_abs_err=max_err, err_over_tol=worst, ok=bool(ok), outputs=details,
                stalls=res["stalls"], total_cycles=res["cycles"], instructions=res["instructions"],
-               dmas=res["dmas"])
+               dmas=res["dmas"], **cluster_counts(res))
     row.update(energy_row(res, cycles, plat, spec.name))
     return row
+
+
+def cluster_counts(res: dict) -> dict:
+    """Instructions and stalls of the cluster cores alone: the kernel's work, without what the FC does
+    around it (booting, printing the outputs)."""
+    cores = [c for c in res.get("cores", []) if c.get("core") != "fc"]
+    keys = res["stalls"].keys()
+    return {"cluster_instructions": sum(c["instructions"] for c in cores),
+            "cluster_stalls": {k: sum(c.get(k, 0) for c in cores) for k in keys}}
 
 
 def energy_row(res: dict, cycles: int, plat, what: str) -> dict:
