@@ -84,6 +84,13 @@ def test_tiled_layers(kind, cin, cout, h, w, step, extra):
     assert r["l1_bytes"] <= l1_budget(platmod.load("pulp-open"))
 
 
+@pytest.mark.parametrize("stride,hw,step", [(1, 4, "fw"), (2, 2, "ig"), (1, 4, "wg"), (2, 4, "wg")])
+def test_depthwise_with_taps_beyond_a_load_offset(stride, hw, step):
+    """393 channels: one tap's weights lie 788 bytes from the next, so taps 3 and beyond are past a
+    load's or store's 12-bit offset from tap 0 and the generated routines move their base along."""
+    _run("dw", 393, 393, hw, hw, step, platform="paper", stride=stride, p_in=0.7 if step == "ig" else 1.0)
+
+
 @pytest.mark.parametrize("args,words", [
     (dict(kind="pw", cin=8, cout=8, h=4, w=4, step="fw", p_in=0.0), "partiality p must be in (0, 1]"),
     (dict(kind="pw", cin=8, cout=8, h=4, w=4, step="fw", p_in=1.2), "partiality p must be in (0, 1]"),

@@ -15,6 +15,12 @@ def _isa():
     return model.load()
 
 
+def imm_range(field: str = "imm_i") -> tuple[int, int]:
+    """The values an immediate field holds: by default the 12-bit offset of loads, stores and addi."""
+    f = _isa().fields[field]
+    return (-(1 << (f.width - 1)), (1 << (f.width - 1)) - 1) if f.signed else (0, (1 << f.width) - 1)
+
+
 def line(ident: str, **operands) -> str:
     insn = _isa().by_id(ident)
     names = [f.name for f in insn.ops]

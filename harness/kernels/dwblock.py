@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.isa import asm
-from harness.kernels.mmblock import SAVED, _add
+from harness.kernels.mmblock import IMM_MAX, IMM_MIN, SAVED, _add
 
 ONE_LO, ONE_HI = 0x3c00, 0x3c000000
 
@@ -41,10 +41,25 @@ def _loop(level: int, count_reg: str, body: list) -> list:
 
 
 def _li(reg: str, v: int) -> list:
-    if -2048 <= v <= 2047:
+    if IMM_MIN <= v <= IMM_MAX:
         return [f"li {reg}, {v}"]
     hi = (v + 0x800) >> 12
     return [f"lui {reg}, {hi & 0xfffff}", f"addi {reg}, {reg}, {v - (hi << 12)}"]
+
+
+class _Base:
+    """A base register that moves along when the offsets from it leave a load's or store's 12-bit
+    immediate: `at(target)` gives the instructions that move it (if any) and the offset to use."""
+
+    def __init__(self, reg: str, tmp: str):
+        self.reg, self.tmp, self.pos = reg, tmp, 0
+
+    def at(self, target: int) -> tuple[list, int]:
+        off = target - self.pos
+        if IMM_MIN <= off <= IMM_MAX:
+            return [], off
+        self.pos = target
+        return _add(self.reg, self.reg, off, self.tmp), 0
 
 
 def _vfmac(acc, a, b):
@@ -80,10 +95,10 @@ class DwFw:
         cnt = "tp"
         pro = []
         order = list(range(9))[::-1] if self.flip else list(range(9))
+        wp = _Base("a2", acc)   # the taps may lie further apart than a load's offset reaches
         for t, src in enumerate(order):
-            pro.append(f"lw {W[t]}, {src * self.wstep}(a2)" if src * self.wstep <= 2047 else None)
-        if any(x is None for x in pro):
-            raise ValueError("weights too far apart")
+            move, off = wp.at(src * self.wstep)
+            pro += move + [f"lw {W[t]}, {off}(a2)"]
         pro += _li(pp, P) + _li(rowb, wd * P)
 
         def out(left, mid, right):
@@ -168,7 +183,10 @@ class DwIg2:
         W = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]
         e00, e01, e10, e11 = "a5", "a6", "a7", "t6"
         p0, p1, q0, q1, pp, rowb = "s9", "s10", "s11", "ra", "gp", "tp"
-        pro = [f"lw {W[t]}, {t * self.wstep}(a2)" for t in range(9)]
+        pro, wp = [], _Base("a2", "t0")
+        for t in range(9):
+            move, off = wp.at(t * self.wstep)
+            pro += move + [f"lw {W[t]}, {off}(a2)"]
         pro += _li(pp, P) + _li(rowb, 2 * wo * P)       # a row of dX
         pro += _add(p0, "a1", wo * P, "t0") + _add(p1, p0, wo * P, "t0") + [f"mv {q0}, a0"] + _add(q1, "a0", 2 * wo * P, "t0")
 
@@ -232,6 +250,7 @@ class DwWg:
         cnt = "s11"
         pro = _li(one_lo, ONE_LO) + _li(one_hi, ONE_HI) + _li(pp, P)
         body = []
+        dwp = _Base("a0", "ra")   # ra is free between the passes (the row loop's temporary)
 
         def fold(bias_too):
             seq = []
@@ -280,7 +299,8 @@ class DwWg:
             row += _add(px, px, s * wd * P - n_in * P, "ra")
             body += _li(cnt, ho) + _loop(0, cnt, row)
             for kw in range(3):
-                body += [asm.line("vfcpka_h_s", rd=lo[kw], rs1=lo[kw], rs2=hi[kw]), f"sw {lo[kw]}, {(3 * kh + kw) * self.wstep}(a0)"]
+                move, off = dwp.at((3 * kh + kw) * self.wstep)
+                body += [asm.line("vfcpka_h_s", rd=lo[kw], rs1=lo[kw], rs2=hi[kw])] + move + [f"sw {lo[kw]}, {off}(a0)"]
             if with_b:
                 body += [asm.line("vfcpka_h_s", rd=blo, rs1=blo, rs2=bhi), "sw " + blo + ", 0(a3)"]
         return _func(self.name, pro, body)

@@ -24,6 +24,7 @@ cores when an odd number of channels is kept).
 from __future__ import annotations
 
 from harness.kernels import plan as planmod
+from harness.kernels.mmblock import IMM_MAX
 from harness.kernels.mmplan import Side, Tile, free_blocks, paired_blocks
 from harness.kernels.spec import cp
 
@@ -635,7 +636,7 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
                 + (2 * in_rows(nr) * s.w * P if dense else 0)
                 + 2 * nr * s.w_out * c_pitch + (2 * (nr * st + k) * s.w * xs_row if keep else 0) + s.cout * w.pitch * 2)
     rmax = _largest(s.h_out, lambda r: mem(r) <= budget)
-    if not rmax or k2 > 2047 or (st * pix_h * 2) * 4 > 2047:
+    if not rmax or k2 > IMM_MAX or (st * pix_h * 2) * 4 > IMM_MAX:
         return False
     blocks_row = free_blocks(s.w_out)
 

@@ -31,7 +31,7 @@ from harness.isa import asm
 POOL = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "t0", "t1", "t2", "t3", "t4", "t5", "t6",
         "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "ra", "gp", "tp"]
 SAVED = ["ra", "gp", "tp"] + [f"s{i}" for i in range(12)]
-IMM_MAX = 2047
+IMM_MIN, IMM_MAX = asm.imm_range()   # a load's, a store's and addi's offset
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _groups(rows: int, pitch: int) -> list[list[int]]:
 
 def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
     """dst = src + imm in single-instruction lines (tmp holds a large immediate)."""
-    if -2048 <= imm <= IMM_MAX:
+    if IMM_MIN <= imm <= IMM_MAX:
         return [f"addi {dst}, {src}, {imm}"] if imm or dst != src else []
     hi = (imm + 0x800) >> 12
     return [f"lui {tmp}, {hi & 0xfffff}", f"addi {tmp}, {tmp}, {imm - (hi << 12)}", f"add {dst}, {src}, {tmp}"]
