@@ -79,6 +79,7 @@ struct ICache {
   enum Replacement { LFSR8 = 0, ROUND_ROBIN = 1 };
   bool enabled = false;
   uint32_t sets = 0, ways = 0, banks = 1, bank_bits = 0;
+  bool sets_pow2 = false;
   uint32_t replacement = LFSR8;
   std::vector<uint32_t> tags;      // banks*sets*ways line numbers, 0xffffffff = invalid
   std::vector<uint64_t> ready;     // cycle at which a line's refill completes
@@ -91,6 +92,7 @@ struct ICache {
     bank_bits = (uint32_t)__builtin_ctz(nbanks);
     replacement = repl;
     sets = nways && nbanks ? size / (line * nways * nbanks) : 0;
+    sets_pow2 = sets && !(sets & (sets - 1));
     if (sets == 0 || (nbanks & (nbanks - 1)))
       throw std::runtime_error("an instruction cache of " + std::to_string(size) + " bytes cannot hold " +
                                std::to_string(nbanks) + " bank(s) of " + std::to_string(nways) + " ways of " +
@@ -104,7 +106,8 @@ struct ICache {
   uint32_t bank_of(uint32_t lineno) const { return lineno & (banks - 1); }
   uint32_t set_base(uint32_t lineno) const {  // first slot of the line's set
     uint32_t b = bank_of(lineno);
-    return (b * sets + (lineno >> bank_bits) % sets) * ways;
+    uint32_t i = lineno >> bank_bits;
+    return (b * sets + (sets_pow2 ? i & (sets - 1) : i % sets)) * ways;   // no division on the usual sizes
   }
   int find(uint32_t lineno) const {
     uint32_t k = set_base(lineno);
