@@ -317,6 +317,24 @@ static inline int odl_smod(int x, int s) { return s == 1 ? 0 : (s == 2 ? x & 1 :
  * Work items are (sample, row, channel-pair group): on the small maps of the networks' last blocks
  * (1x1, 2x2) the rows alone would leave most cores idle, so channel pairs split too. */
 
+/* Advance an item (channel group cg, row rr of sample smp) by `nc` items without dividing. */
+static inline void odl_dw_step(int *cg, int *rr, int *smp, int nc, int g, int rows) {
+  *cg += nc;
+  while (*cg >= g) {
+    *cg -= g;
+    if (++*rr == rows) {
+      *rr = 0;
+      ++*smp;
+    }
+  }
+}
+
+static inline void odl_dw_items(int ns, int rows, int c2, int *groups, int *items) {
+  int nc = pi_cl_team_nb_cores(), g = 1;
+  while (ns * rows * g < 2 * nc && g < c2) g++;
+  *groups = g;
+  *items = ns * rows * g;
+}
 
 /* One output row of the forward on channel pairs [c_lo, c_hi), FP16 accumulation of the taps in
  * tap order (vfmac.h), interior pixels without bounds checks for k = 3. */
@@ -395,6 +413,8 @@ static inline void odl_dw_fw_edge(uint32_t *yp, const uint32_t *xv, const uint32
  * a tap outside the map reads a pixel inside it (its row or column clamped) with a zero weight, which
  * adds exactly zero, so edge pixels and whole edge rows (most of a small map) cost what interior ones
  * do instead of a tap list each. Other kernel sizes take the tap lists. */
+static inline int odl_clampi(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
+static inline uint32_t odl_mask_in(int v, int n) { return v >= 0 && v < n ? 0xffffffffu : 0u; }
 static inline void odl_dw_fw_row(uint32_t *yv, const uint32_t *xv, const uint32_t *wv, const uint32_t *bv, int c_lo, int c_hi,
                                  int h, int wd, int wo, int k, int s, int pt, int pl, int p2, int oh) {
   uint32_t *yrow = yv + oh * wo * p2;

@@ -111,29 +111,6 @@ static inline void odl_run(void (*fn)(void *), void *arg) {
   odl_tm.compute += pulp_mcycle() - t0;
 }
 
-/* Depthwise work items (sample, row, channel-pair group), shared by the library and the stages'
- * own forward routines. */
-/* Advance an item (channel group cg, row rr of sample smp) by `nc` items without dividing. */
-static inline void odl_dw_step(int *cg, int *rr, int *smp, int nc, int g, int rows) {
-  *cg += nc;
-  while (*cg >= g) {
-    *cg -= g;
-    if (++*rr == rows) {
-      *rr = 0;
-      ++*smp;
-    }
-  }
-}
-
-static inline void odl_dw_items(int ns, int rows, int c2, int *groups, int *items) {
-  int nc = pi_cl_team_nb_cores(), g = 1;
-  while (ns * rows * g < 2 * nc && g < c2) g++;
-  *groups = g;
-  *items = ns * rows * g;
-}
-static inline int odl_clampi(int v, int n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
-static inline uint32_t odl_mask_in(int v, int n) { return v >= 0 && v < n ? 0xffffffffu : 0u; }
-
 /* ---------------------------------------------------------------- compute (pulp_kernels/deploy/odl_deploy.c)
  * One copy in every program, compiled once: a stage calls the same code whether it runs alone or in
  * a whole step, and the step's code stays small enough to leave L2 to its tensors. */
