@@ -198,18 +198,10 @@ def readme_block(name: str, rows: list[dict], command: str) -> str:
 
 
 def update_readme(readme, name: str, table, command: str) -> bool:
-    from pathlib import Path
+    from harness.kernels.crosscheck import replace_block
 
-    readme, text = Path(readme), Path(readme).read_text()
-    begin, end = README_BEGIN.format(name=name), README_END.format(name=name)
-    if begin not in text or end not in text:
-        raise UserError(f"{readme}: has no block for energy '{name}' (the lines {begin!r} ... {end!r})")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    new = head + readme_block(name, read_table(table), command) + tail
-    if new != text:
-        readme.write_text(new)
-    return new != text
+    return replace_block(readme, README_BEGIN.format(name=name), README_END.format(name=name),
+                         lambda: readme_block(name, read_table(table), command), f"energy '{name}'")
 
 
 README_COMMANDS = {"calibration": "pulp-odl crosscheck --energy --programs $PULP_ODL_SHARED/data/gvsoc-calibration "

@@ -175,22 +175,26 @@ def readme_block(name: str, rows: list[dict], left_out: int) -> str:
                       markdown(far, summary).rstrip("\n"), "", README_END.format(name=name)])
 
 
-def update_readme(readme, name: str, table) -> bool:
-    """Rewrite the README's block for `name` from `table`; True if the text changed."""
+def replace_block(readme, begin: str, end: str, block, what: str) -> bool:
+    """Replace the README's text from line `begin` to line `end` by `block()` (both lines included in
+    what it returns); True if the text changed. `what` names the block in the error."""
     from pathlib import Path
 
     readme, text = Path(readme), Path(readme).read_text()
-    begin, end = README_BEGIN.format(name=name), README_END.format(name=name)
     if begin not in text or end not in text:
-        raise UserError(f"{readme}: has no block for '{name}' (the lines {begin!r} ... {end!r})")
-    rows = read_table(table)
-    left = len(specs(name)[1])
+        raise UserError(f"{readme}: has no block for {what} (the lines {begin!r} ... {end!r})")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
-    new = head + readme_block(name, rows, left) + tail
+    new = head + block() + tail
     if new != text:
         readme.write_text(new)
     return new != text
+
+
+def update_readme(readme, name: str, table) -> bool:
+    """Rewrite the README's block for `name` from `table`; True if the text changed."""
+    return replace_block(readme, README_BEGIN.format(name=name), README_END.format(name=name),
+                         lambda: readme_block(name, read_table(table), len(specs(name)[1])), f"'{name}'")
 
 
 def main(argv=None) -> int:
