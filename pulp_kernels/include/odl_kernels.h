@@ -367,23 +367,6 @@ static inline void odl_dma_1d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t
     bytes -= n;
   }
 }
-/* `rows` rows of `row_bytes` each, `stride` bytes apart on the external side, packed in L1. */
-static inline void odl_dma_2d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t row_bytes, uint32_t rows,
-                              uint32_t stride, pi_cl_dma_dir_e dir) {
-  if (row_bytes == stride) {
-    odl_dma_1d(d, ext, loc, row_bytes * rows, dir);
-    return;
-  }
-  uint32_t per = 32768 / row_bytes;
-  if (per == 0) per = 1;
-  while (rows) {
-    uint32_t r = rows > per ? per : rows;
-    pulp_cl_dma_push_2d(ext, loc, r * row_bytes, stride, row_bytes, dir, &d->cmd[d->n++]);
-    ext += r * stride;
-    loc += r * row_bytes;
-    rows -= r;
-  }
-}
 /* `rows` rows of `row_bytes` in L1 (contiguous), `stride` bytes apart on the external side, with
  * row_bytes > stride allowed: rows overlap outside (L1 rows padded to spread them over the banks). */
 static inline void odl_dma_2d_long(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t row_bytes, uint32_t rows,
@@ -397,6 +380,15 @@ static inline void odl_dma_2d_long(odl_dma_t *d, uint32_t ext, uint32_t loc, uin
     loc += r * row_bytes;
     rows -= r;
   }
+}
+/* `rows` rows of `row_bytes` each, `stride` bytes apart on the external side, packed in L1. */
+static inline void odl_dma_2d(odl_dma_t *d, uint32_t ext, uint32_t loc, uint32_t row_bytes, uint32_t rows,
+                              uint32_t stride, pi_cl_dma_dir_e dir) {
+  if (row_bytes == stride) {
+    odl_dma_1d(d, ext, loc, row_bytes * rows, dir);
+    return;
+  }
+  odl_dma_2d_long(d, ext, loc, row_bytes, rows, stride, dir);
 }
 static inline void odl_dma_wait(odl_dma_t *d) {
   uint32_t t0 = pulp_mcycle();
