@@ -11,8 +11,9 @@ hardware loops. FP16 accumulation of the taps in tap order (vfmac.h), as the oth
     3 new words an output at stride 1 (14 instructions for 18 MACs), 6 at stride 2 (17 instructions)
   input gradient at stride 2: each output-gradient word reaches a 3x3 block of the input gradient;
     the four parities of (row, column) take 1, 2, 2 and 4 taps: 15 instructions for 18 MACs
-  weight gradient: one pass per row of taps, three FP16 partial sums of at most 8 terms folded into
-    six FP32 accumulators (vfdotpex with {1, 0} and {0, 1}); the bias gradient rides along the first
+  weight gradient: one item a row of taps (so a tile's items are three times its pairs and the cores
+    share them evenly), three FP16 partial sums of at most 8 terms folded into six FP32 accumulators
+    (vfdotpex with {1, 0} and {0, 1}); the bias gradient rides along the first row of taps
 """
 from __future__ import annotations
 
@@ -219,88 +220,102 @@ class DwIg2:
 
 @dataclass(frozen=True)
 class DwWg:
-    """Weight (and bias) gradient of a 3x3, padding-1 depthwise layer: one channel pair over the whole map."""
+    """Weight (and bias) gradient of a 3x3, padding-1 depthwise layer: one channel pair over the whole
+    map, for all three rows of taps (`rows` 3) or for one (`rows` 1: the caller points x and dw at the
+    row of taps; a tile's items are then three times its pairs, which the cores share more evenly)."""
     h: int
     wd: int
     ho: int
     wo: int
     stride: int
-    pix: int      # bytes from one pixel to the next (dY and X tiles alike)
-    wstep: int    # bytes from one tap's gradient to the next
-    bias: bool
+    bias: bool    # also sum the bias gradient (along the first row of taps)
+    rows: int = 3
 
     @property
     def name(self) -> str:
-        return (f"odl_dw3w_h{self.h}w{self.wd}o{self.ho}x{self.wo}s{self.stride}p{self.pix}t{self.wstep}"
+        return (f"odl_dw3w_h{self.h}w{self.wd}o{self.ho}x{self.wo}s{self.stride}r{self.rows}"
                 f"{'_b' if self.bias else ''}")
 
-    def asm(self) -> list:
-        """name(dw, x, dy, db, 0): dw at tap 0 of the pair, x at the zero row above the map, dy at row 0; db
-        the pair's bias-gradient word (unused without bias). One pass over the map per row of taps (the
-        bias gradient rides along the first); FP16 partial sums of at most 8 terms, folded into FP32
-        (vfdotpex with {1, 0} and {0, 1})."""
-        s, wd, wo, ho, P = self.stride, self.wd, self.wo, self.ho, self.pix
-        acc = ["t0", "t1", "t2"]
-        lo = ["t3", "t4", "t5"]
-        hi = ["t6", "a5", "a6"]
-        win = ["s0", "s1", "s2"]
-        dy, one_lo, one_hi, pp = "a7", "s3", "s4", "s5"
-        pdy, px = "s6", "s7"
-        bacc, blo, bhi = "s8", "s9", "s10"
-        cnt = "s11"
-        pro = _li(one_lo, ONE_LO) + _li(one_hi, ONE_HI) + _li(pp, P)
-        body = []
-        dwp = _Base("a0", "ra")   # ra is free between the passes (the row loop's temporary)
+    def row_instructions(self) -> int:
+        """Instructions of one output row of one row of taps (the routine's loop body)."""
+        return len(self._row(False)[0])
 
-        def fold(bias_too):
-            seq = []
-            for k in range(3):
-                seq += [asm.line("vfdotpex_s_h", rd_acc=lo[k], rs1=acc[k], rs2=one_lo),
-                        asm.line("vfdotpex_s_h", rd_acc=hi[k], rs1=acc[k], rs2=one_hi), f"li {acc[k]}, 0"]
-            if bias_too:
-                seq += [asm.line("vfdotpex_s_h", rd_acc=blo, rs1=bacc, rs2=one_lo),
-                        asm.line("vfdotpex_s_h", rd_acc=bhi, rs1=bacc, rs2=one_hi), f"li {bacc}, 0"]
-            return seq
-
-        for kh in range(3):
-            with_b = self.bias and kh == 0
-            body += [f"li {r}, 0" for r in acc + lo + hi] + ([f"li {r}, 0" for r in (bacc, blo, bhi)] if with_b else [])
-            body += [f"mv {pdy}, a2"] + _add(px, "a1", kh * wd * P, "ra")
-            row = []
-            # output ow reads x columns ow*s + kw - 1; the window holds them, kw = 0, 1, 2 (None: padding)
-            cols = {}
-            n_in = 0   # x columns loaded so far in this row
-            outs = []
-            for ow in range(wo):
-                need = [ow * s + kw - 1 for kw in range(3)]
-                seq = [_ld(dy, pdy, pp)]
-                regs = []
-                for c in need:
-                    if c < 0 or c >= wd:
-                        regs.append(None)
-                        continue
-                    if c not in cols:
-                        r = win[c % 3]
-                        seq.append(_ld(r, px, pp))
-                        cols[c] = r
-                        n_in += 1
-                    regs.append(cols[c])
-                for kw, r in enumerate(regs):
-                    if r is not None:
-                        seq.append(_vfmac(acc[kw], dy, r))
-                if with_b:
-                    seq.append(asm.line("vfadd_h", rd=bacc, rs1=bacc, rs2=dy))
-                if (ow + 1) % 8 == 0 or ow + 1 == wo:
-                    seq += fold(with_b)
-                outs.append(seq)
-            for seq in outs:
-                row += seq
-            # the x pointer went through n_in columns of its row: on to the row s rows below
-            row += _add(px, px, s * wd * P - n_in * P, "ra")
-            body += _li(cnt, ho) + _loop(0, cnt, row)
-            for kw in range(3):
-                move, off = dwp.at((3 * kh + kw) * self.wstep)
-                body += [asm.line("vfcpka_h_s", rd=lo[kw], rs1=lo[kw], rs2=hi[kw])] + move + [f"sw {lo[kw]}, {off}(a0)"]
+    def _row(self, with_b: bool) -> tuple[list, int]:
+        s, wd, wo = self.stride, self.wd, self.wo
+        row = []
+        # output ow reads x columns ow*s + kw - 1; the window holds them, kw = 0, 1, 2 (None: padding)
+        cols = {}
+        n_in = 0   # x columns loaded so far in this row
+        for ow in range(wo):
+            need = [ow * s + kw - 1 for kw in range(3)]
+            row.append(_ld(_DY, _PDY, _PP))
+            regs = []
+            for c in need:
+                if c < 0 or c >= wd:
+                    regs.append(None)
+                    continue
+                if c not in cols:
+                    r = _WIN[c % 3]
+                    row.append(_ld(r, _PX, _PP))
+                    cols[c] = r
+                    n_in += 1
+                regs.append(cols[c])
+            for kw, r in enumerate(regs):
+                if r is not None:
+                    row.append(_vfmac(_ACC[kw], _DY, r))
             if with_b:
-                body += [asm.line("vfcpka_h_s", rd=blo, rs1=blo, rs2=bhi), "sw " + blo + ", 0(a3)"]
+                row.append(asm.line("vfadd_h", rd=_BACC, rs1=_BACC, rs2=_DY))
+            if (ow + 1) % 8 == 0 or ow + 1 == wo:
+                row += _fold(with_b)
+        # the x pointer went through n_in columns of its row: on to the row s rows below
+        row.append(f"add {_PX}, {_PX}, {_STEP}")
+        return row, n_in
+
+    def asm(self) -> list:
+        """name(dw, x, dy, db, pix): dw at the first tap (of the row of taps) of the pair, x at the map row
+        above the first output's window (the zero row, for the first row of taps), dy at row 0; db the
+        pair's bias-gradient word (with bias only); pix the bytes from one pixel (and tap) to the next.
+        The pitch is an argument, not a constant, so that the tiles of a layer share one routine and its
+        lines in the instruction caches. FP16 partial sums of at most 8 terms, folded into FP32
+        (vfdotpex with {1, 0} and {0, 1})."""
+        _, n_in = self._row(False)
+        pro = _li(_ONE_LO, ONE_LO) + _li(_ONE_HI, ONE_HI)
+        pro += _li(_STEP, self.stride * self.wd - n_in) + [f"mul {_STEP}, {_STEP}, {_PP}"]
+        if self.rows > 1:   # from one row of taps' first x row to the next's
+            pro += _li(_ROWB, self.wd) + [f"mul {_ROWB}, {_ROWB}, {_PP}"]
+        body = []
+        for kh in range(self.rows):
+            with_b = self.bias and kh == 0
+            body += [f"li {r}, 0" for r in _ACC + _LO + _HI] + ([f"li {r}, 0" for r in (_BACC, _BLO, _BHI)] if with_b else [])
+            body += [f"mv {_PDY}, a2", f"mv {_PX}, a1"]
+            body += _li(_CNT, self.ho) + _loop(0, _CNT, self._row(with_b)[0])
+            for kw in range(3):
+                body += [asm.line("vfcpka_h_s", rd=_LO[kw], rs1=_LO[kw], rs2=_HI[kw]), f"sw {_LO[kw]}, 0(a0)"]
+                body += [f"add a0, a0, {_PP}"] if kw < 2 or kh + 1 < self.rows else []
+            if with_b:
+                body += [asm.line("vfcpka_h_s", rd=_BLO, rs1=_BLO, rs2=_BHI), "sw " + _BLO + ", 0(a3)"]
+            if kh + 1 < self.rows:
+                body.append(f"add a1, a1, {_ROWB}")
         return _func(self.name, pro, body)
+
+
+# The weight gradient's registers: three FP16 tap sums, their FP32 halves, the x window, the pointers
+_ACC = ["t0", "t1", "t2"]
+_LO = ["t3", "t4", "t5"]
+_HI = ["t6", "a5", "a6"]
+_WIN = ["s0", "s1", "s2"]
+_DY, _ONE_LO, _ONE_HI, _PP, _STEP, _ROWB = "a7", "s3", "s4", "a4", "s5", "ra"
+_PDY, _PX = "s6", "s7"
+_BACC, _BLO, _BHI = "s8", "s9", "s10"
+_CNT = "s11"
+
+
+def _fold(with_b: bool) -> list:
+    seq = []
+    for k in range(3):
+        seq += [asm.line("vfdotpex_s_h", rd_acc=_LO[k], rs1=_ACC[k], rs2=_ONE_LO),
+                asm.line("vfdotpex_s_h", rd_acc=_HI[k], rs1=_ACC[k], rs2=_ONE_HI), f"li {_ACC[k]}, 0"]
+    if with_b:
+        seq += [asm.line("vfdotpex_s_h", rd_acc=_BLO, rs1=_BACC, rs2=_ONE_LO),
+                asm.line("vfdotpex_s_h", rd_acc=_BHI, rs1=_BACC, rs2=_ONE_HI), f"li {_BACC}, 0"]
+    return seq

@@ -74,6 +74,9 @@ def gen(g, ins) -> bool:
         return rows * max(1, -(-cp(c) * 2 // bpc))
 
     def compute(c):
+        if s.step == "wg":   # items of a pair or of a row of taps, whichever shares the tile better
+            c2 = (c + 1) // 2
+            return min(-(-c2 // cores) * 3, -(-3 * c2 // cores)) * out_px * per_out // 3 + 300
         return -(-(c // 2) // cores) * out_px * per_out + 300
     # Channel tiles: the stored channels (the first k_in) and the others are tiled apart, so that a tile's
     # stored activations leave straight from its input tile (an odd last stored tile zeroes its pad lane;
@@ -156,9 +159,15 @@ def gen(g, ins) -> bool:
             call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['dy'][k]}, (const uint32_t *){wb[k]}, 0, "
                     f"{c2}, {s.h_out}, {2 * s.w}, {s.w_out}, 1, {p // 2}, {_bands(c2, s.h_out, cores)}, {cores});")
         else:
-            rtn = DwWg(h=s.h, wd=s.w, ho=s.h_out, wo=s.w_out, stride=s.stride, pix=2 * p, wstep=2 * p, bias=bool(db_sym))
-            call = (f"  odl_dw3_wg_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['xs'][k]}, "
-                    f"(const uint32_t *){ib['dy'][k]}, " + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {cores});")
+            shape = dict(h=s.h, wd=s.w, ho=s.h_out, wo=s.w_out, stride=s.stride)
+            full = DwWg(**shape, bias=bool(db_sym), rows=3)
+            split = _wg_split([(m + 1) // 2 for _, m in tiles], cores, s.h_out * full.row_instructions())
+            rtn = DwWg(**shape, bias=False, rows=1) if split else full
+            rtn_b = DwWg(**shape, bias=True, rows=1) if split and db_sym else rtn
+            g.asm_more[rtn_b.name] = rtn_b.asm()
+            call = (f"  odl_dw3_wg_items({full.name if not split else rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *){ob[k][0]}, "
+                    f"(const uint32_t *){ib['xs'][k]}, (const uint32_t *){ib['dy'][k]}, "
+                    + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {p // 2}, {s.w * p // 2}, {int(split)}, {cores});")
         g.asm_more[rtn.name] = rtn.asm()
         body.append(call)
         if s.step == "ig" and s.stride == 2 and n % 2:   # products with the zero pad give -0: make it +0
@@ -203,3 +212,15 @@ def _bands(c2: int, rows: int, cores: int) -> int:
     while c2 * nb < 2 * cores and nb < rows:
         nb += 1
     return nb
+
+
+WG_ITEM_INSTRUCTIONS = 45   # a weight-gradient routine's call: saving and restoring registers, its setup
+
+
+def _wg_split(pairs: list, cores: int, pass_instructions: int) -> bool:
+    """Whether the weight gradient runs one item a row of taps (more, shorter items: the cores share a tile
+    more evenly, each item pays its call) rather than one a channel pair. One choice for all the tiles
+    (`pairs` channel pairs each), so that they share one routine in the instruction caches."""
+    whole = sum(-(-c2 // cores) * (3 * pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
+    split = sum(-(-3 * c2 // cores) * (pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
+    return split < whole
