@@ -158,7 +158,7 @@ class _Gen:
         table_bytes = sum(_table_bytes(d) for d in self.decls)
         room = planmod.l1_budget(self.plat) + planmod.L1_RESERVE // 2 - self.l1_total() - 900   # DMA records
         out.append(f"#define ODL_TABLE {'PI_L1_DATA' if table_bytes <= room else ''}")
-        out += [f"void {name}(void *, const void *, const void *, uint32_t, uint32_t);" for name in self.asm_more]
+        out += [f"void {name}(void *, const void *, const void *, uint32_t, uint32_t, uint32_t);" for name in self.asm_more]
         out += self.decls
         out += self.funcs
         out.append("static void odl_cluster(void *arg) {\n  (void)arg;\n  odl_dma_t din = {.n = 0}, dout = {.n = 0}, dpre = {.n = 0}, dout1 = {.n = 0};\n"

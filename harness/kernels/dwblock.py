@@ -48,21 +48,6 @@ def _li(reg: str, v: int) -> list:
     return [f"lui {reg}, {hi & 0xfffff}", f"addi {reg}, {reg}, {v - (hi << 12)}"]
 
 
-class _Base:
-    """A base register that moves along when the offsets from it leave a load's or store's 12-bit
-    immediate: `at(target)` gives the instructions that move it (if any) and the offset to use."""
-
-    def __init__(self, reg: str, tmp: str):
-        self.reg, self.tmp, self.pos = reg, tmp, 0
-
-    def at(self, target: int) -> tuple[list, int]:
-        off = target - self.pos
-        if IMM_MIN <= off <= IMM_MAX:
-            return [], off
-        self.pos = target
-        return _add(self.reg, self.reg, off, self.tmp), 0
-
-
 def _vfmac(acc, a, b):
     return asm.line("vfmac_h", rd_acc=acc, rs1=a, rs2=b)
 
@@ -77,30 +62,27 @@ class DwFw:
     wd: int       # input pixels a row
     wo: int       # output pixels a row
     stride: int
-    pix: int      # bytes from one pixel to the next (input and output tiles alike)
-    wstep: int    # bytes from one tap's weights to the next
     flip: bool = False
 
     @property
     def name(self) -> str:
-        return f"odl_dw3f_w{self.wd}o{self.wo}s{self.stride}p{self.pix}t{self.wstep}{'_f' if self.flip else ''}"
+        return f"odl_dw3f_w{self.wd}o{self.wo}s{self.stride}{'_f' if self.flip else ''}"
 
     def asm(self) -> list:
-        """name(y, x, w, bias, nrows): y at the band's first output row, x at the input row above it (in the
-        tile with its zero rows), w at tap 0; nrows output rows."""
-        s, wd, wo, P = self.stride, self.wd, self.wo, self.pix
+        """name(y, x, w, bias, nrows, pix): y at the band's first output row, x at the input row above it (in
+        the tile with its zero rows), w at tap 0; nrows output rows; pix the bytes from one pixel (and
+        tap) to the next, an argument so that the tiles of a layer share the routine."""
+        s, wd, wo = self.stride, self.wd, self.wo
         W = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]   # taps
         G = [["t0", "t1", "t2"], ["t3", "t4", "t5"], ["t6", "a5", "a6"]]   # window columns (rows a, b, c)
         acc, bias, py, xrow, pp, rowb = "a7", "a3", "a0", "a1", "s9", "s10"
         pa, pb, pc = "s11", "ra", "gp"
         cnt = "tp"
-        pro = []
+        pro = [f"mv {pp}, a5"]   # before a5 holds a window column
         order = list(range(9))[::-1] if self.flip else list(range(9))
-        wp = _Base("a2", acc)   # the taps may lie further apart than a load's offset reaches
-        for t, src in enumerate(order):
-            move, off = wp.at(src * self.wstep)
-            pro += move + [f"lw {W[t]}, {off}(a2)"]
-        pro += _li(pp, P) + _li(rowb, wd * P)
+        for src in range(9):
+            pro += [f"lw {W[order.index(src)]}, 0(a2)"] + ([f"add a2, a2, {pp}"] if src < 8 else [])
+        pro += _li(rowb, wd) + [f"mul {rowb}, {rowb}, {pp}"]
 
         def out(left, mid, right):
             """One output from window columns (each a [row a, row b, row c] register list or None for zero)."""
@@ -157,7 +139,7 @@ class DwFw:
                     row += load(M) + out(None, M, None)
                 else:
                     row += load(M) + out(left, M, None)
-        row += _add(xrow, xrow, s * wd * P, acc)
+        row += [f"add {xrow}, {xrow}, {rowb}"] * s
         body = _loop(1, "a4", row)
         return _func(self.name, pro, body)
 
@@ -170,26 +152,25 @@ def _vfmul(rd, a, b):
 class DwIg2:
     """Input gradient of a 3x3, padding-1, stride-2 depthwise layer whose input is twice its output."""
     wo: int       # output-gradient pixels a row (the input gradient has 2 wo)
-    pix: int      # bytes from one pixel to the next
-    wstep: int    # bytes from one tap's weights to the next
 
     @property
     def name(self) -> str:
-        return f"odl_dw3g_o{self.wo}p{self.pix}t{self.wstep}"
+        return f"odl_dw3g_o{self.wo}"
 
     def asm(self) -> list:
-        """name(dx, dy, w, 0, nrows): dx at input-gradient row 2 j0, dy at the row above output-gradient row
-        j0 (in its tile with zero rows), nrows rows of dY (each gives two rows of dX)."""
-        wo, P = self.wo, self.pix
+        """name(dx, dy, w, 0, nrows, pix): dx at input-gradient row 2 j0, dy at the row above output-gradient
+        row j0 (in its tile with zero rows), nrows rows of dY (each gives two rows of dX); pix the bytes
+        from one pixel (and tap) to the next."""
+        wo = self.wo
         W = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"]
         e00, e01, e10, e11 = "a5", "a6", "a7", "t6"
         p0, p1, q0, q1, pp, rowb = "s9", "s10", "s11", "ra", "gp", "tp"
-        pro, wp = [], _Base("a2", "t0")
+        pro = [f"mv {pp}, a5"]   # before a5 holds a product
         for t in range(9):
-            move, off = wp.at(t * self.wstep)
-            pro += move + [f"lw {W[t]}, {off}(a2)"]
-        pro += _li(pp, P) + _li(rowb, 2 * wo * P)       # a row of dX
-        pro += _add(p0, "a1", wo * P, "t0") + _add(p1, p0, wo * P, "t0") + [f"mv {q0}, a0"] + _add(q1, "a0", 2 * wo * P, "t0")
+            pro += [f"lw {W[t]}, 0(a2)"] + ([f"add a2, a2, {pp}"] if t < 8 else [])
+        pro += _li("t0", wo) + [f"mul t0, t0, {pp}"]      # a row of dY
+        pro += [f"add {rowb}, t0, t0"]                      # a row of dX
+        pro += [f"add {p0}, a1, t0", f"add {p1}, {p0}, t0", f"mv {q0}, a0", f"add {q1}, a0, {rowb}"]
 
         def st(q, r):
             return asm.line("p_sw_postinc_reg", rs2=r, rs1=q, rs3_s=pp)

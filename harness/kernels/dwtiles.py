@@ -150,12 +150,12 @@ def gen(g, ins) -> bool:
             in_h, in_w = (s.h, s.w) if s.step == "fw" else (s.h_out, s.w_out)
             out_h, out_w = (s.h_out, s.w_out) if s.step == "fw" else (s.h, s.w)
             stride = s.stride if s.step == "fw" else 1
-            rtn = DwFw(wd=in_w, wo=out_w, stride=stride, pix=2 * p, wstep=2 * p, flip=flip)
+            rtn = DwFw(wd=in_w, wo=out_w, stride=stride, flip=flip)
             call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib[name][k]}, (const uint32_t *){wb[k]}, "
                     + (f"(const uint32_t *){bb[k]}" if b_sym else "0") + f", {c2}, {out_h}, {out_w}, {in_w}, {stride}, {p // 2}, "
                     f"{_bands(c2, out_h, cores)}, {cores});")
         elif s.step == "ig":
-            rtn = DwIg2(wo=s.w_out, pix=2 * p, wstep=2 * p)
+            rtn = DwIg2(wo=s.w_out)
             call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['dy'][k]}, (const uint32_t *){wb[k]}, 0, "
                     f"{c2}, {s.h_out}, {2 * s.w}, {s.w_out}, 1, {p // 2}, {_bands(c2, s.h_out, cores)}, {cores});")
         else:

@@ -614,7 +614,7 @@ static inline void odl_matvec_ksplit(f16 *y, const f16 *w, int wpitch, const f16
 /* ---------------------------------------------------------------- depthwise 3x3, padding 1: the generated
  * routines of harness/kernels/dwblock.py run one item (channel pair, band of rows) each. */
 
-typedef void (*odl_dw_fn)(void *y, const void *x, const void *w, uint32_t bias, uint32_t nrows);
+typedef void (*odl_dw_fn)(void *y, const void *x, const void *w, uint32_t bias, uint32_t nrows, uint32_t pix);
 
 /* Run a generated depthwise routine over the items of a tile: (channel pair, band of nb bands of rows),
  * y (ho rows of wo pixels), xpad (the input map of wd pixels a row between two zero rows), p2 words a
@@ -624,7 +624,7 @@ static inline void odl_dw3_items(odl_dw_fn fn, uint32_t *y, const uint32_t *xpad
   for (int it = pi_core_id(); it < c2 * nb; it += nc) {
     int c = it % c2, band = it / c2;
     int r0 = band * ho / nb, r1 = (band + 1) * ho / nb;
-    if (r1 > r0) fn(y + r0 * wo * p2 + c, xpad + r0 * s * wd * p2 + c, w + c, b ? b[c] : 0u, (uint32_t)(r1 - r0));
+    if (r1 > r0) fn(y + r0 * wo * p2 + c, xpad + r0 * s * wd * p2 + c, w + c, b ? b[c] : 0u, (uint32_t)(r1 - r0), 4 * p2);
   }
 }
 
