@@ -256,8 +256,17 @@ def read_table(path) -> list[dict]:
 
 
 def readme_block(name: str, rows: list[dict], command: str) -> str:
-    return "\n".join([README_BEGIN.format(name=name), "", f"`{command}`:", "",
-                      markdown(rows, summarize(rows)).rstrip("\n"), "", README_END.format(name=name)])
+    top = README_TOP.get(name)
+    if top is None or len(rows) <= top:
+        head, shown = f"`{command}`:", rows
+    else:   # the rows farthest apart (and every one that could not be run), in the table's order
+        key = {id(r): -1 if r["error"] else abs(r["l1_access_pct_diff"] or 0) for r in rows}
+        keep = {id(r) for r in sorted(rows, key=lambda r: key[id(r)], reverse=True)[:top]}
+        keep |= {id(r) for r in rows if r["error"]}
+        head, shown = f"The {top} programs farthest apart, of `{command}`:", [r for r in rows if id(r) in keep]
+    summary = summarize(rows)
+    return "\n".join([README_BEGIN.format(name=name), "", head, "",
+                      markdown(shown, summary).rstrip("\n"), "", README_END.format(name=name)])
 
 
 def update_readme(readme, name: str, table, command: str) -> bool:
@@ -268,7 +277,9 @@ def update_readme(readme, name: str, table, command: str) -> bool:
 
 
 README_COMMANDS = {"calibration": "pulp-odl crosscheck --energy --programs $PULP_ODL_SHARED/data/gvsoc-calibration "
-                                  "--output results/crosscheck/calibration.csv"}
+                                  "--output results/crosscheck/calibration.csv",
+                   "regress": "pulp-odl crosscheck --energy --kernels regress"}
+README_TOP = {"regress": 5}   # a block shows at most this many rows
 
 
 def main(argv=None) -> int:

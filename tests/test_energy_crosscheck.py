@@ -229,7 +229,8 @@ def test_gvsoc_still_gives_the_calibration_tables_numbers():
     except gvsoc_power.PowerUnavailable as e:
         pytest.skip(f"GVSoC installed without its power report: {e}")
     assert not row["error"]
-    for k in ("l1_access_embedded_J", "l1_access_gvsoc_J", "gvsoc_only_J", "seconds_gvsoc"):
+    for k in ("l1_access_embedded_J", "l1_compared_embedded_J", "l1_loader_J", "l1_access_gvsoc_J", "gvsoc_only_J",
+              "seconds_gvsoc"):
         assert row[k] == pytest.approx(want["cl_dma"][k], rel=1e-9), k
 
 
