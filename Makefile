@@ -68,7 +68,8 @@ golden:
 
 # The README's GVSoC cross-check: every pulp-open kernel of the regress set built once and run on both
 # backends (needs a GVSoC: set GVSOC), written to results/crosscheck/regress.csv, then the README's
-# block rewritten from that table (tests/test_readme_crosscheck.py holds the two together).
+# block rewritten from that table (tests/test_readme_crosscheck.py holds the two together); then the
+# energy cross-checks (GVSoC's power report) of the calibration kit and of the same kernels.
 .PHONY: readme-crosscheck
 readme-crosscheck:
 	$(PYTHON) -m harness crosscheck --kernels regress
@@ -76,6 +77,8 @@ readme-crosscheck:
 	$(PYTHON) -m harness crosscheck --energy --programs $${PULP_ODL_SHARED:-../shared}/data/gvsoc-calibration \
 		--output results/crosscheck/calibration.csv
 	$(PYTHON) -m harness.energy_crosscheck --readme README.md --name calibration results/crosscheck/calibration.energy.csv
+	$(PYTHON) -m harness crosscheck --energy --kernels regress
+	$(PYTHON) -m harness.energy_crosscheck --readme README.md --name regress results/crosscheck/regress.energy.csv
 
 # An ONNX model through the deployer: a small sweep on examples/models/ds_cnn.onnx (examples/models/
 # kws_sweep.toml; examples/models/make_models.py wrote the model); writes results/kws_sweep/.

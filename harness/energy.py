@@ -147,6 +147,8 @@ def report(counts: dict, plat, windows: int | None = None) -> dict:
     if windows is not None:
         out["windows"] = windows
     out["events"] = ev
+    if "l1_bank_reads" in counts:   # not priced apart: what a cross-check needs to count another model's way
+        out["l1_bank_accesses"] = {"reads": list(counts["l1_bank_reads"]), "writes": list(counts["l1_bank_writes"])}
     return out
 
 

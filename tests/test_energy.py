@@ -311,6 +311,57 @@ def test_doubling_a_loop_doubles_its_dynamic_energy(build_c, platform):
     assert d["icache_refills"] == 0 and d["stall_cycles"] == stalls * ITERS
 
 
+# The marked loop on cluster core 0 makes, per iteration, one L1 access of each kind: byte, half and word
+# loads and stores, a word load at offset 1 and a word store at offset 2 (each crossing a word), and a
+# read of the test-and-set alias (TAS, L1's base + tas_offset: a read that writes all ones back).
+PIECES = r"""
+#include <pmsis.h>
+PI_L1 static volatile uint32_t cell[8] __attribute__((aligned(16)));
+static volatile uint32_t out;
+static void work(void *arg) {
+  (void)arg;
+  uint32_t x = 0, y;
+  uint8_t *p = (uint8_t *)cell;
+  uint32_t tas = (uint32_t)&cell[4] + TAS;
+  pulp_energy_mark();
+  for (uint32_t i = 0; i < ITERS; i++) {
+    __asm__ volatile("lbu %[y], 0(%[p])\n lhu %[y], 2(%[p])\n lw %[y], 4(%[p])\n lw %[y], 9(%[p])\n"
+                     "sb %[x], 16(%[p])\n sh %[x], 18(%[p])\n sw %[x], 20(%[p])\n sw %[x], 26(%[p])\n"
+                     "lw %[y], 0(%[t])\n"
+                     : [y] "=&r"(y) : [p] "r"(p), [x] "r"(x), [t] "r"(tas) : "memory");
+    x += y;
+  }
+  pulp_energy_mark();
+  out = x;
+}
+int main(void) {
+  struct pi_device cl;
+  struct pi_cluster_conf conf;
+  struct pi_cluster_task task;
+  pi_cluster_conf_init(&conf);
+  pi_open_from_conf(&cl, &conf);
+  pi_cluster_open(&cl);
+  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, work, 0));
+  return 0;
+}
+"""
+
+
+@pytest.mark.e2e
+def test_l1_bank_accesses_are_counted_by_direction_and_size(build_c):
+    """What a bank serves, per iteration: reads of 1, 2 and 4 bytes; a word load at offset 1 as a
+    3-byte and a 1-byte read; writes of 1, 2 and 4 bytes; a word store at offset 2 as two 2-byte writes;
+    the test-and-set read as a 4-byte read and a 4-byte write. The priced term still counts each core
+    access once (a word-crossing one twice), as before."""
+    tas = platmod.load("pulp-open").memory("l1").tas_offset
+    runs = {n: _window(build_c, PIECES, ITERS=n, TAS=tas)[1] for n in (ITERS, 2 * ITERS)}
+    a, b = (runs[n]["l1_bank_accesses"] for n in (ITERS, 2 * ITERS))
+    d = {k: [y - x for x, y in zip(a[k], b[k])] for k in ("reads", "writes")}
+    per_iter = {"reads": [2, 1, 1, 2], "writes": [1, 3, 0, 2]}   # 1-, 2-, 3- and 4-byte pieces
+    assert d == {k: [ITERS * n for n in v] for k, v in per_iter.items()}
+    assert runs[2 * ITERS]["events"]["l1_accesses"] - runs[ITERS]["events"]["l1_accesses"] == 11 * ITERS
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("platform", platmod.available())
 def test_bytes_from_hyperram_cost_more_than_from_l2(build_c, platform):

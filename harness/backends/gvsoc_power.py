@@ -34,6 +34,14 @@ _EOC = re.compile(r"^(\d+):\s*(\d+):.*Apb_soc_ctrl access \(offset: 0x([0-9a-fA-
                   r"is_write: 1\)")
 
 
+# The control script writes the program's exit status to the file this variable names once the report
+# is written (gvsoc_power_control.DONE_ENV); a launcher still running DONE_GRACE_S later is stopped.
+DONE_ENV = "PULP_ODL_POWER_DONE"
+DONE_FILE = "power_done.txt"
+DONE_GRACE_S = 3.0
+POLL_S = 0.1
+
+
 class PowerUnavailable(UserError):
     """The installation cannot give a power report at all (not one program's failure)."""
 
@@ -78,6 +86,58 @@ def command(elf, platform, work_dir, launcher) -> list[str]:
     return cmd[:-3] + extra + cmd[-3:]
 
 
+def _launch(cmd: list[str], timeout: float, wd: Path) -> tuple[str, str, int | None, float, bool]:
+    """Run a power run: (stdout, stderr, exit status or None on timeout, host seconds, stopped after its
+    report). gvrun sometimes never returns once GVSoC has exited (its proxy reader spins): when the control
+    script has reported the program's status and the launcher is still running DONE_GRACE_S later, its
+    process group is stopped and that status used. Output goes to files, so a chatty program cannot fill a
+    pipe while this waits."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from harness import procs
+
+    done = wd / DONE_FILE
+    t0 = time.monotonic()
+    out_path, err_path = wd / "launcher.stdout", wd / "launcher.stderr"
+    with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+        try:
+            proc = procs.popen(cmd, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, cwd=wd,
+                               env={**os.environ, DONE_ENV: str(done)})
+        except OSError as e:
+            raise UserError(f"GVSoC failed to start: {cmd[0]}: {e.strerror or e}; {gvsoc.HOW_TO}") from None
+        rc, stopped, done_at = None, False, None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if done_at is None and done.exists():
+                    done_at = now
+                if done_at is not None and now - done_at > DONE_GRACE_S or now - t0 > timeout:
+                    try:
+                        os.killpg(proc.pid, signal.SIGINT)   # GVSoC prints what it holds and stops
+                        proc.wait(timeout=gvsoc.INTERRUPT_GRACE_S)
+                    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                        pass
+                    procs.kill_group(proc.pid)
+                    proc.wait()
+                    text = done.read_text().strip() if done.exists() else ""
+                    rc, stopped = (int(text), True) if text.lstrip("-").isdigit() else (None, False)
+                    break
+            procs.release(proc)
+        except BaseException:
+            procs.release(proc, kill=True)
+            raise
+    return (out_path.read_text(errors="replace"), err_path.read_text(errors="replace"), rc,
+            time.monotonic() - t0, stopped)
+
+
 def require():
     """The launcher to use; gvrun only (GVSoC's gvsoc/gapy wrapper traces with another syntax)."""
     launcher = gvsoc.require()
@@ -97,11 +157,12 @@ def run(elf_path, platform, max_cycles: int | None = None) -> dict:
     elfmod.load(elf_path, platform)
     timeout = gvsoc.timeout_for(max_cycles, trace=True)
     with tempfile.TemporaryDirectory(prefix="pulp-odl-gvsoc-power-") as wd:
-        out, err, rc, secs = gvsoc._launch(command(elf_path, platform, wd, launcher), timeout, cwd=wd)
+        out, err, rc, secs, stopped = _launch(command(elf_path, platform, wd, launcher), timeout, Path(wd))
         if rc is None:
             raise UserError(f"{Path(elf_path).name}: GVSoC's power run did not finish within {timeout:.0f} s")
         try:
-            parsed = gvsoc.parse_output(out, err, rc, launcher)
+            parsed = (gvsoc.parse_output(out, err, rc, launcher) if not stopped else
+                      {"status": "exit", "exit_code": rc, "stdout": out, "fault": None})
         except UserError as e:
             if DEBUG_LAUNCHER in str(e):
                 raise PowerUnavailable(f"GVSoC failed ({launcher}): {DEBUG_LAUNCHER}: not found: this GVSoC "
@@ -116,7 +177,8 @@ def run(elf_path, platform, max_cycles: int | None = None) -> dict:
                                    f"it needs a GVSoC whose debug build has power modelling and the proxy "
                                    f"(--control-script)")
         res = {"status": parsed["status"], "exit_code": parsed["exit_code"], "stdout": parsed["stdout"],
-               "host_seconds": round(secs, 6), "seconds": None, "components": {}}
+               "host_seconds": round(secs, 6), "seconds": None, "components": {},
+               "stopped_after_report": stopped}
         if parsed["status"] != "exit":
             res["fault"] = parsed["fault"]
             return res

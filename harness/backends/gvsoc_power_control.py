@@ -7,11 +7,14 @@ cycle and closes it once the program has exited, so the report covers the whole 
 model's `energy` does. The proxy's accesses are debug requests: they take no time and no energy, and
 the word the opening write replaced is written back before the program starts.
 """
+import os
+
 import gvsoc.gvsoc_control as gvcontrol
 
 TRIGGER = 0x10000000   # pulp-open's L1 bank 0, offset 0 (gvsoc-pulp chips/pulp_open/l1_subsystem.py)
 START = 0xABBAABBA     # core/models/memory/memory.cpp: start_capture
 STOP = 0xDEADCACA      # the same file: stop_capture, which writes power_report.csv
+DONE_ENV = "PULP_ODL_POWER_DONE"   # the file to write once the report is (gvsoc_power.DONE_ENV)
 
 
 def target_control(proxy):
@@ -22,4 +25,11 @@ def target_control(proxy):
     proxy.run()
     proxy.wait_sim_finished()
     router.mem_write_int(TRIGGER, 4, STOP)
-    return proxy.reader.sim_exit_code
+    code = proxy.reader.sim_exit_code
+    # The report is written: say so, and the program's status, to pulp-odl, which stops a launcher that
+    # then never returns (its proxy reader can spin once GVSoC has exited)
+    done = os.environ.get(DONE_ENV)
+    if done:
+        with open(done, "w") as f:
+            f.write(f"{code}\n")
+    return code

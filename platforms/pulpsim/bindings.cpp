@@ -144,6 +144,8 @@ static py::dict energy_counts(const Machine& mc, const Machine::Counts& k, const
   d["icache_refills"] = ev[X_IREFILL];
   d["icache_refill_bytes"] = ev[X_IREFILL_BYTES];
   d["tcdm_conflict_cycles"] = ev[X_TCDM];
+  d["l1_bank_reads"] = std::vector<uint64_t>(ev + X_L1_RD1, ev + X_L1_RD4 + 1);   // of 1, 2, 3, 4 bytes
+  d["l1_bank_writes"] = std::vector<uint64_t>(ev + X_L1_WR1, ev + X_L1_WR4 + 1);
   d["cluster_dma_bytes"] = k.dma_bytes;
   d["udma_bytes"] = k.udma_bytes;
   d["hyperram_read_bytes"] = k.ext[0][0];

@@ -2,6 +2,7 @@
 // (platform-facts 3.1-3.4): one instruction per cycle plus stalls; loads stall for the bus latency
 // and leave a load-use gap; mul/mulh stall unconditionally and leave a gap; taken branches and jumps
 // pay a penalty; the prefetch buffer refills per line. Every number is a platform key.
+#include <algorithm>
 #include <cstring>
 
 #include "sem.hpp"
@@ -105,6 +106,14 @@ inline int Core::access_target(const uint8_t* p, int size) {
   return X_ACC_L2;
 }
 
+// An L1 access of `size` bytes at `addr` in the bank pieces it becomes (X_L1_RD1..X_L1_WR4).
+inline void Core::count_l1_pieces(uint32_t addr, int size, bool write) {
+  int first = std::min(size, 4 - (int)(addr & 3));
+  int base = write ? X_L1_WR1 : X_L1_RD1;
+  ev[base + first - 1]++;
+  if (first < size) ev[base + size - first - 1]++;
+}
+
 // A memory-mapped access: the test-and-set alias of L1 is an L1 access, the rest peripherals.
 int Core::mmio_target(uint32_t addr, int size) const {
   return m->tas_offset(m->global(*this, addr), size) != UINT32_MAX ? X_ACC_L1 : X_ACC_PERIPH;
@@ -121,6 +130,7 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
     v = rd_le(p, size);
   } else if (m->mmio_read(*this, addr, size, v, lat)) {
     where = mmio_target(addr, size);
+    if (where == X_ACC_L1) count_l1_pieces(addr, size, true);  // the test-and-set's write of all ones
   } else {
     char buf[96];
     std::snprintf(buf, sizeof buf, "load of %d bytes from unmapped address 0x%08x", size, addr);
@@ -133,6 +143,7 @@ uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   ev[EV_LD]++;
   ev[X_BUS] += lat;
   ev[where]++;
+  if (where == X_ACC_L1) count_l1_pieces(addr, size, false);
   if ((addr & 3) + size > 4) {  // crosses a 32-bit word: a second full access
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;
@@ -196,6 +207,7 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   ev[EV_ST]++;
   ev[X_BUS] += lat;
   ev[where]++;
+  if (where == X_ACC_L1) count_l1_pieces(addr, size, true);
   if ((addr & 3) + size > 4) {
     ev[EV_MISALIGNED]++;
     ev[EV_LD]++;  // GVSoC counts the second beat as a load, even for a store

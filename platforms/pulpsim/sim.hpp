@@ -45,6 +45,12 @@ enum Ev : int {
   X_L2_BYTES,       // bytes of the data accesses to L2
   X_IREFILL,        // instruction lines fetched from L2 (cache disabled, or a miss of every level)
   X_IREFILL_BYTES,  // their bytes
+  // L1 bank accesses as the banks see them, by direction and size (1 to 4 bytes): a word-crossing
+  // access is two, up to its word's end and the rest (GVSoC's LSU splits it so), and a test-and-set
+  // read is a read and a write of the bank. X_L1_RD1 + n - 1 counts n-byte reads, X_L1_WR1 + n - 1
+  // n-byte writes. They let a cross-check count the accesses another model prices (its own sizes).
+  X_L1_RD1, X_L1_RD2, X_L1_RD3, X_L1_RD4,
+  X_L1_WR1, X_L1_WR2, X_L1_WR3, X_L1_WR4,
   NEV
 };
 
@@ -279,6 +285,7 @@ class Core {
   // helpers used by the generated semantics
   uint32_t load(uint32_t addr, int size, bool sign, uint32_t& total);
   inline int access_target(const uint8_t* p, int size);
+  inline void count_l1_pieces(uint32_t addr, int size, bool write);
   int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
   void ld_frd(uint32_t rd, uint32_t addr, int size);
