@@ -143,6 +143,20 @@ def test_joules_are_readable():
 
 # ---------------------------------------------------------------- analytic cases on the simulator
 
+# The FC's part of a test program: run `work` on the cluster once.
+CLUSTER_MAIN = r"""
+int main(void) {
+  struct pi_device cl;
+  struct pi_cluster_conf conf;
+  struct pi_cluster_task task;
+  pi_cluster_conf_init(&conf);
+  pi_open_from_conf(&cl, &conf);
+  pi_cluster_open(&cl);
+  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, work, 0));
+  return 0;
+}
+"""
+
 SLEEP = r"""
 #include <pmsis.h>
 #define STATUS(id) (PULP_UDMA + PULP_HYPER_PERIPH_STRIDE * (PULP_HYPER_PERIPH_ID + 1) \
@@ -200,17 +214,7 @@ static void work(void *arg) {
   pulp_energy_mark();
   out = a + m + f + h + v + x;
 }
-int main(void) {
-  struct pi_device cl;
-  struct pi_cluster_conf conf;
-  struct pi_cluster_task task;
-  pi_cluster_conf_init(&conf);
-  pi_open_from_conf(&cl, &conf);
-  pi_cluster_open(&cl);
-  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, work, 0));
-  return 0;
-}
-"""
+""" + CLUSTER_MAIN
 
 # B bytes brought into L1 by the cluster DMA, from L2 (FROM_RAM 0) or first from HyperRAM into
 # L2 by the uDMA (FROM_RAM 1); the FC marks the window around both.
@@ -334,17 +338,7 @@ static void work(void *arg) {
   pulp_energy_mark();
   out = x;
 }
-int main(void) {
-  struct pi_device cl;
-  struct pi_cluster_conf conf;
-  struct pi_cluster_task task;
-  pi_cluster_conf_init(&conf);
-  pi_open_from_conf(&cl, &conf);
-  pi_cluster_open(&cl);
-  pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, work, 0));
-  return 0;
-}
-"""
+""" + CLUSTER_MAIN
 
 
 @pytest.mark.e2e
