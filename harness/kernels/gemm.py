@@ -520,7 +520,7 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     xraw_bytes = npix * nb * 2
     pa = _padded(plat, 4 * k2)
     c_pitch = dwt.pitch * 2
-    db_bytes = (4 * ko + cp(ko) * 2) if db_sym else 0
+    db_bytes = cp(ko) * 2 if db_sym else 0
 
     def mem(tm):
         return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
@@ -543,13 +543,12 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     draw = [g.buf("l1_dy0", npix * cp(tm) * 2), g.buf("l1_dy1", npix * cp(tm) * 2)]
     arows = g.buf("l1_arows", cp(tm) * pa)
     cbuf = [g.buf("l1_c0", tm * c_pitch), g.buf("l1_c1", tm * c_pitch)]
-    if db_sym:
-        db32 = g.buf("l1_db32", 4 * ko, "float")
+    if db_sym:   # every row of dY^T sees all the pixels in its tile: db leaves each tile in FP16
         db16 = g.buf("l1_db16", cp(ko) * 2)
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
     pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
-    if db_sym:
-        pack += f"\n  odl_zero_f32({db32}, {ko});"
+    if db_sym and ko % 2:
+        pack += f"\n  if (pi_core_id() == 0) ((f16 *){db16})[{ko}] = 0;"
     fns = {}
     for i, (r0, r1) in enumerate(tiles):
         rows = r1 - r0
@@ -569,7 +568,7 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
             body = pack + FIRST_WAIT + body
         body += "\n  pi_cl_team_barrier();"
         if db_sym:
-            body += f"\n  odl_rowsum_acc({db32} + T->aux, {arows}, {pa}, {rows}, {k2});"
+            body += f"\n  odl_rowsum_h((f16 *){db16} + T->aux, {arows}, {pa}, {rows}, {k2});"
         body += "\n  " + t.call(name, arows, bpan, "T->dst")
         fns[key] = g.func(body)
     _trackers(g)
@@ -591,7 +590,6 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
         g.fork(fns[(r1 - r0, i == 0)], src=draw[k], dst=cbuf[k], aux=r0)
         g.body.append(f"  odl_dma_1d(&dc[{k}], {_addr(dw_sym, r0 * dwt.pitch)}, (uint32_t){cbuf[k]}, {(r1 - r0) * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
     if db_sym:
-        g.fork(g.func(f"  odl_narrow_rows({db16}, {cp(ko)}, {db32}, {ko}, 1, {ko});"))
         g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){db16}, {cp(ko) * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dout);")
     return True

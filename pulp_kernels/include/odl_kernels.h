@@ -233,6 +233,19 @@ static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, i
   }
 }
 
+/* The same when each row's sum is complete: FP16 straight into dst[r] (a bias gradient whose rows
+ * see every pixel in one tile: no FP32 accumulator to zero and narrow afterwards). */
+static inline void odl_rowsum_h(f16 *dst, const uint32_t *rows, int pitch, int n, int k2) {
+  int lo, hi;
+  odl_chunk(n, &lo, &hi);
+  for (int r = lo; r < hi; r++) {
+    const uint32_t *w = (const uint32_t *)((const char *)rows + r * pitch);
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++) s = pulp_vfdotpex_s_h(s, w[kk], 0x3c003c00u);
+    dst[r] = (f16)pulp_vfcpka_h_s(s, 0);
+  }
+}
+
 /* Pack rows of a row-major FP16 matrix (rows contiguous in K, `pitch` halves apart, K even) into
  * 4-row panels. Rows past `rows` are zero. */
 static inline void odl_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch) {
