@@ -367,13 +367,16 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
     wraw = [g.buf("l1_w0", kdim * cp(tn) * 2), g.buf("l1_w1", kdim * cp(tn) * 2)]
     bpan = g.buf("l1_bpan", _panel_table(paired_blocks(cp(tn)), k2, skew)[1])
     cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
+    # C tiles of different widths: one routine for all, the pitch an argument
+    c_arg = len({cp(c1 - c0) for c0, c1 in tiles}) > 1
     fns = {}
     for i, (c0, c1) in enumerate(tiles):
         cols = c1 - c0
         key = (cols, i == 0)
         if key in fns:
             continue
-        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores)
+        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores,
+                 c_arg=c_arg)
         name = f"odl_t{cols}"
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)
@@ -428,6 +431,8 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         pack += f"\n  odl_widen({b32}, (const f16 *){b16}, {npad});"
     if xs_stage and keep[2] % 2:
         pack += f"\n  odl_zero_lane((f16 *){xsb}, {m}, {cp(keep[2])}, {keep[2]});"
+    # C tiles of different widths: one routine for all, the pitch an argument
+    c_arg = len({cp(c1 - c0) for c0, c1 in tiles}) > 1
     fns = {}
     for i, (c0, c1) in enumerate(tiles):
         cols = c1 - c0
@@ -435,7 +440,7 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         if key in fns:
             continue
         t = Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2, trans=True,
-                 bias=bool(bias_sym), cores=cores)
+                 bias=bool(bias_sym), cores=cores, c_arg=c_arg)
         name = f"odl_t{cols}"
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)

@@ -42,7 +42,8 @@ class Block:
     a_pitch: int        # bytes between A rows; 0: A is a panel of m rows
     b_pitch: int        # bytes between B rows; 0: B is a panel of n rows
     b_step: int         # bytes from one B block to the next
-    c_pitch: int        # bytes between C rows
+    c_pitch: int        # bytes between C rows; 0: an argument of the routine (a5), so that tiles of
+                        # different widths share one routine in the instruction caches
     trans: bool = False  # C rows follow B (pairs of A rows in a word) instead of A
     bias: bool = False   # accumulators start at FP32 biases: one per C column (per A row when trans)
     segs: int = 1        # the reduction in segments of k2 / segs words, A's rows jumping `a_jump` bytes
@@ -52,16 +53,19 @@ class Block:
     def name(self) -> str:
         a = f"r{self.a_pitch}" if self.a_pitch else "p"
         b = f"r{self.b_pitch}" if self.b_pitch else "p"
-        return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{self.c_pitch}"
+        c = self.c_pitch if self.c_pitch else "r"
+        return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{c}"
                 f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}"
                 f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}")
 
     def cycles(self) -> int:
         """Cycles of one block, from the schedule: the reduction and the per-block work."""
-        return self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
+        rows_c = self.n if self.trans else self.m
+        return (self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
+                + (0 if self.c_pitch else rows_c + 1))
 
     def c_step(self) -> int:
-        """Bytes from one block's C to the next block's."""
+        """Bytes from one block's C to the next block's (trans with a pitch argument: set at the stores)."""
         return self.n * self.c_pitch if self.trans else 2 * self.n
 
 
@@ -83,7 +87,7 @@ def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
 
 
 def block_asm(b: Block) -> list[str]:
-    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias) in a0..a4."""
+    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias[, c_pitch]) in a0..a4 (a5)."""
     if not (1 <= b.m <= 5 and 1 <= b.n <= 5 and b.m * b.n <= 20):
         raise ValueError(f"no {b.m}x{b.n} block: at most 5 rows each and 20 accumulators")
     if b.trans and b.m % 2 or not b.trans and b.n % 2:
@@ -123,7 +127,9 @@ def block_asm(b: Block) -> list[str]:
     acc = [[free.pop(0) for _ in range(b.n)] for _ in range(b.m)]
     assert len(free) >= 0
     slot = {r: 4 * (len(SAVED) + k) for k, r in enumerate(spilled)}
-    frame = 4 * (len(SAVED) + len(spilled))
+    if not b.c_pitch:   # the pitch argument waits on the stack: a5 may be a loop register
+        slot["a5"] = 4 * (len(SAVED) + len(spilled))
+    frame = 4 * (len(SAVED) + len(slot))
     frame = (frame + 15) // 16 * 16
 
     def val(r):   # where a persistent argument is read per block
@@ -132,7 +138,7 @@ def block_asm(b: Block) -> list[str]:
     out = [f"    .section .text.{b.name}, \"ax\"", f"    .globl {b.name}", f"    .type {b.name}, @function",
            "    .balign 4", f"{b.name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
     out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    sw {r}, {slot[r]}(sp)" for r in spilled]
+    out += [f"    sw {r}, {slot[r]}(sp)" for r in spilled + (["a5"] if not b.c_pitch else [])]
     # the outer (blocks) loop: its body is `body`; lp.setup counts it in halfwords from itself
     body = []
 
@@ -238,7 +244,20 @@ def block_asm(b: Block) -> list[str]:
         body.append(f"lw {creg}, {slot['a2']}(sp)")
     rows_c = max(r for r, _, _ in words) + 1
     last_off = (rows_c - 1) * b.c_pitch + max(o for _, o, _ in words)
-    if last_off <= IMM_MAX:
+    if not b.c_pitch:   # the pitch from the stack, a moving pointer through the rows
+        mp, pt = [r for r in ar + br if r != creg][:2]
+        body += [f"lw {pt}, {slot['a5']}(sp)", f"mv {mp}, {creg}"]
+        row_at = 0
+        for row, off, r in words:
+            while row_at < row:
+                body.append(f"add {mp}, {mp}, {pt}")
+                row_at += 1
+            body.append(f"sw {r}, {off}({mp})")
+        if b.trans:   # the next block's C rows follow this block's last one
+            body.append(f"add {creg}, {mp}, {pt}")
+        else:
+            body += _add(creg, creg, b.c_step(), pt)
+    elif last_off <= IMM_MAX:
         body += [f"sw {r}, {row * b.c_pitch + off}({creg})" for row, off, r in words]
     else:   # a moving pointer through the rows
         mp = ar[-1] if creg != ar[-1] else br[-1]
@@ -250,7 +269,8 @@ def block_asm(b: Block) -> list[str]:
                 body += _add(mp, mp, b.c_pitch, tmp)
                 row_at += 1
             body.append(f"sw {r}, {off}({mp})")
-    body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
+    if b.c_pitch:
+        body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
     if "a2" in spilled:
         body.append(f"sw {creg}, {slot['a2']}(sp)")
     # the other B groups' pointers start once; they move with the first one

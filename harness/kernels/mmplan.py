@@ -55,6 +55,7 @@ class Tile:
     segs: int = 1         # the reduction in segments (a convolution's rows of taps), A jumping a_jump bytes
     a_jump: int = 0
     a_list: list = None   # A blocks given outright: (rows, byte offset, first C row) each
+    c_arg: bool = False   # the C pitch an argument of the micro-kernels (tiles of different widths share them)
     blocks_a: list = field(default_factory=list)
     blocks_b: list = field(default_factory=list)
     kernels: list = field(default_factory=list)   # Block, in order of first use
@@ -85,7 +86,7 @@ class Tile:
     def block(self, ma: int, nb: int) -> Block:
         b_step = nb * self.b.pitch if self.b.pitch else 4 * self.k2 * nb + self.b.skew
         return Block(m=ma, n=nb, k2=self.k2, a_pitch=self.a.pitch, b_pitch=self.b.pitch, b_step=b_step,
-                     c_pitch=self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs, a_jump=self.a_jump)
+                     c_pitch=0 if self.c_arg else self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs, a_jump=self.a_jump)
 
     def _plan(self):
         ao, bo = self._offsets(self.a, self.blocks_a), self._offsets(self.b, self.blocks_b)
@@ -160,11 +161,14 @@ class Tile:
         fns = ", ".join(k.name for k in self.kernels)
         runs = ",\n  ".join("{%d, %d, %d, %d, %d, %d}" % r for r in self.runs)
         first = ", ".join(str(f) for f in self.first)
-        return (f"static odl_mm_fn const {name}_fn[] ODL_TABLE = {{ {fns} }};\n"
+        fn_t = "odl_mm_fnp" if self.c_arg else "odl_mm_fn"
+        return (f"static {fn_t} const {name}_fn[] ODL_TABLE = {{ {fns} }};\n"
                 f"static const odl_run_t {name}_runs[] ODL_TABLE = {{\n  {runs}\n}};\n"
                 f"static const uint16_t {name}_first[] ODL_TABLE = {{ {first} }};\n")
 
     def call(self, name: str, a: str, b: str, c: str, bias: str = "0") -> str:
+        if self.c_arg:
+            return f"odl_mm_runs_p({name}_fn, {name}_runs, {name}_first, {a}, {b}, {c}, {bias}, {self.c_pitch});"
         return f"odl_mm_runs({name}_fn, {name}_runs, {name}_first, {a}, {b}, {c}, {bias});"
 
 
@@ -184,5 +188,6 @@ def prototypes(tiles: list) -> str:
         for k in t.kernels:
             if k.name not in seen:
                 seen.add(k.name)
-                out.append(f"void {k.name}(const void *, const void *, void *, uint32_t, const void *);")
+                extra = "" if k.c_pitch else ", uint32_t"
+                out.append(f"void {k.name}(const void *, const void *, void *, uint32_t, const void *{extra});")
     return "\n".join(out)

@@ -80,6 +80,18 @@ static inline void odl_mm_runs(odl_mm_fn const *fn, const odl_run_t *runs, const
   odl_mm_runs_b(fn, runs, first, a, b, c, bias, pi_core_id());
 }
 
+/* The same with micro-kernels that take C's row pitch (bytes) as an argument: tiles of different widths
+ * run one routine, already in the instruction caches after the first tile. */
+typedef void (*odl_mm_fnp)(const void *a, const void *b, void *c, uint32_t nblocks, const void *bias, uint32_t c_pitch);
+static inline void odl_mm_runs_p(odl_mm_fnp const *fn, const odl_run_t *runs, const uint16_t *first, const void *a,
+                                 const void *b, void *c, const void *bias, uint32_t c_pitch) {
+  for (int r = first[pi_core_id()], e = first[pi_core_id() + 1]; r < e; r++) {
+    const odl_run_t *R = runs + r;
+    fn[R->fn]((const char *)a + R->a, (const char *)b + R->b, (char *)c + R->c, R->nb, (const char *)bias + R->bias,
+              c_pitch);
+  }
+}
+
 /* Generated packers: s rows of a row-major matrix into one panel; one or two columns of a K-major
  * matrix into rows of K-pairs (see harness/kernels/mmblock.py). */
 void odl_packr2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
