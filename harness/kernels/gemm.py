@@ -568,12 +568,15 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
             atab = units_rows(cp(rows), pa // 4)
             g.decls.append(f"static const uint16_t odl_a{rows}[] ODL_TABLE = {{ {', '.join(map(str, atab))} }};")
         nua = len(units_rows(cp(rows), pa // 4)) // 4
-        body = f"  odl_units_t({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {nub % cores if i == 0 else 0});"
+        c0 = nub % cores if i == 0 else 0
+        if db_sym:   # the transposition sums the rows too: db
+            body = (f"  odl_units_ts({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {c0}, "
+                    f"(f16 *){db16} + T->aux, {rows});")
+        else:
+            body = f"  odl_units_t({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {c0});"
         if i == 0:
             body = pack + FIRST_WAIT + body
         body += "\n  pi_cl_team_barrier();"
-        if db_sym:
-            body += f"\n  odl_rowsum_h((f16 *){db16} + T->aux, {arows}, {pa}, {rows}, {k2});"
         body += "\n  " + t.call(name, arows, bpan, "T->dst")
         fns[key] = g.func(body)
     _trackers(g)

@@ -100,6 +100,7 @@ void odl_packr4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes
 void odl_packr5(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 void odl_packc2(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 void odl_packc1(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t dstep);
+uint64_t odl_packc2s(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 
 /* Panels of a row-major FP16 source (rows `pitch` halves apart, k2 words used): panel p holds rows
  * tab[3p] .. tab[3p] + tab[3p + 1] - 1 and starts tab[3p + 2] words into dst. Rows at or past `valid`
@@ -245,16 +246,46 @@ static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, i
   }
 }
 
-/* The same when each row's sum is complete: FP16 straight into dst[r] (a bias gradient whose rows
- * see every pixel in one tile: no FP32 accumulator to zero and narrow afterwards). */
-static inline void odl_rowsum_h(f16 *dst, const uint32_t *rows, int pitch, int n, int k2) {
-  int lo, hi;
-  odl_chunk(n, &lo, &hi);
-  for (int r = lo; r < hi; r++) {
-    const uint32_t *w = (const uint32_t *)((const char *)rows + r * pitch);
-    uint32_t s = 0;
-    for (int kk = 0; kk < k2; kk++) s = pulp_vfdotpex_s_h(s, w[kk], 0x3c003c00u);
-    dst[r] = (f16)pulp_vfcpka_h_s(s, 0);
+/* odl_units_t for rows of a transposed matrix (step 1) that also writes each row's sum in FP16 to
+ * sums[r] for the rows r < nsum (a bias gradient whose rows see every pixel in one tile), summed in the
+ * order of the row's K-pairs. */
+static inline void odl_units_ts(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                                int c0, f16 *sums, int nsum) {
+  int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
+  int u = pi_core_id() - c0;
+  if (u < 0) u += nc;
+  for (; u < nu; u += nc) {
+    const uint16_t *e = tab + 4 * u;
+    int r = e[0], two = e[1] == 2;
+    uint32_t *d = dst + e[2], *d1 = d + gap;
+    if (two && r + 1 < valid) {
+      uint32_t s0 = 0, s1 = 0;
+      if (kp) {
+        uint64_t s = odl_packc2s(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, 4);
+        s0 = (uint32_t)s;
+        s1 = (uint32_t)(s >> 32);
+      }
+      if (kdim & 1) {
+        uint32_t w = *(const uint32_t *)(src + (kdim - 1) * pitch + r);
+        d[kp] = w & 0xffffu;
+        d1[kp] = w >> 16;
+        s0 = pulp_vfdotpex_s_h(s0, d[kp], 0x3c003c00u);
+        s1 = pulp_vfdotpex_s_h(s1, d1[kp], 0x3c003c00u);
+      }
+      if (r < nsum) sums[r] = (f16)pulp_vfcpka_h_s(s0, 0);
+      if (r + 1 < nsum) sums[r + 1] = (f16)pulp_vfcpka_h_s(s1, 0);
+      continue;
+    }
+    for (int q = 0; q <= two; q++) {
+      uint32_t *dq = q ? d1 : d, s = 0;
+      for (int kk = 0; kk < k2; kk++) {
+        int k0 = 2 * kk, c = r + q;
+        uint32_t lo = c < valid ? src[k0 * pitch + c] : 0, hi = c < valid && k0 + 1 < kdim ? src[(k0 + 1) * pitch + c] : 0;
+        dq[kk] = lo | hi << 16;
+        s = pulp_vfdotpex_s_h(s, dq[kk], 0x3c003c00u);
+      }
+      if (r + q < nsum) sums[r + q] = (f16)pulp_vfcpka_h_s(s, 0);
+    }
   }
 }
 
