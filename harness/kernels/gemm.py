@@ -525,7 +525,7 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     xraw_bytes = npix * nb * 2
     pa = _padded(plat, 4 * k2)
     c_pitch = dwt.pitch * 2
-    db_bytes = cp(ko) * 2 if db_sym else 0
+    db_bytes = cp(ko) * 2 + 4 if db_sym else 0
 
     def mem(tm):
         return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
@@ -549,7 +549,7 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     arows = g.buf("l1_arows", cp(tm) * pa)
     cbuf = [g.buf("l1_c0", tm * c_pitch), g.buf("l1_c1", tm * c_pitch)]
     if db_sym:   # every row of dY^T sees all the pixels in its tile: db leaves each tile in FP16
-        db16 = g.buf("l1_db16", cp(ko) * 2)
+        db16 = g.buf("l1_db16", cp(ko) * 2 + 4)   # + the sum of a last tile's pad column
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
     pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
     if db_sym and ko % 2:
@@ -569,7 +569,10 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
             g.decls.append(f"static const uint16_t odl_a{rows}[] ODL_TABLE = {{ {', '.join(map(str, atab))} }};")
         nua = len(units_rows(cp(rows), pa // 4)) // 4
         c0 = nub % cores if i == 0 else 0
-        if db_sym:   # the transposition sums the rows too: db
+        if db_sym and npix >= 2:   # the transposition sums the rows too: db
+            body = (f"  odl_rows_ts({arows}, (const f16 *)T->src, {cp(rows)}, {npix}, {cp(rows)}, {pa}, "
+                    f"(f16 *){db16} + T->aux);")
+        elif db_sym:
             body = (f"  odl_units_ts({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {c0}, "
                     f"(f16 *){db16} + T->aux, {rows});")
         else:

@@ -337,6 +337,44 @@ def pack_cols2s() -> list[str]:
     return _routine("odl_packc2s", pro, body, ["mv a0, t5", "mv a1, t6"])
 
 
+def trans_sum(odd: bool) -> list[str]:
+    """odl_tcs<odd>(dst, src, kp, pitch_bytes, npairs, gap_bytes, sums): `npairs` pairs of adjacent
+    columns of a K-major FP16 matrix (K = 2 kp + odd rows `pitch_bytes` apart) into rows of K-pairs
+    `gap_bytes` apart (a transposed matrix), each row's FP32 sum (vfdotpex with ones, in the order of
+    its K-pairs) stored in FP16 to sums[]. One call for a core's share of the columns: both loops in
+    hardware loops, 12 instructions a pair of words (the sums included) and 17 a pair of columns."""
+    name = f"odl_tcs{int(odd)}"
+    inner = [asm.line("p_lw_postinc_reg", rd="t0", rs1="s0", rs2="a7"),
+             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7"),
+             asm.line("p_exthz", rd="t2", rs1="t0"), "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16",
+             "and t1, t1, s4", "or t0, t0, t1",
+             asm.line("p_sw_postinc_imm", rs2="t2", rs1="s2", imm_s=4),
+             asm.line("p_sw_postinc_imm", rs2="t0", rs1="s3", imm_s=4),
+             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+             asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    tail = []
+    if odd:   # the last row of K pairs with zero
+        tail = ["lw t0, 0(s0)", asm.line("p_exthz", rd="t2", rs1="t0"), "srli t0, t0, 16", "sw t2, 0(s2)", "sw t0, 0(s3)",
+                asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+                asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    outer = (["mv s0, a1", "add s1, a1, a3", "mv s2, a0", "add s3, a0, a5", "li t5, 0", "li t6, 0",
+              asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(inner))] + inner + tail
+             + [asm.line("vfcpka_h_s", rd="t5", rs1="t5", rs2="t6"),
+                asm.line("p_sh_postinc_imm", rs2="t5", rs1="a6", imm_s=2), "srli t5, t5, 16",
+                asm.line("p_sh_postinc_imm", rs2="t5", rs1="a6", imm_s=2),
+                "addi a1, a1, 4", "add a0, a0, s5"])
+    saved = [f"s{i}" for i in range(6)]
+    pro = ["addi sp, sp, -32"] + [f"sw {r}, {4 * i}(sp)" for i, r in enumerate(saved)]
+    pro += ["slli a7, a3, 1", "li s4, -1", "slli s4, s4, 16", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1"]
+    epi = [f"lw {r}, {4 * i}(sp)" for i, r in enumerate(saved)] + ["addi sp, sp, 32"]
+    return ([f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+             "    .balign 4", f"{name}:", "    .option push", "    .option norvc"]
+            + ["    " + x for x in pro]
+            + ["    " + asm.line("lp_setup", hwl_l=1, hwl_rs1="a4", hwl_uimm12=2 * len(outer))]
+            + ["    " + x for x in outer] + ["    " + x for x in epi]
+            + ["    ret", "    .option pop", f"    .size {name}, . - {name}", ""])
+
+
 def pack_cols1() -> list[str]:
     """odl_packc1(d0, src, k2, pitch_bytes, dstep): one column of a K-major FP16 matrix into one row of
     K-pairs (d0 stepping by dstep bytes), 5 instructions a pair."""
@@ -349,4 +387,5 @@ def pack_cols1() -> list[str]:
 
 
 def packers() -> str:
-    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols2s() + pack_cols1())
+    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols2s() + pack_cols1()
+                     + trans_sum(False) + trans_sum(True))

@@ -100,6 +100,8 @@ void odl_packr4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes
 void odl_packr5(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 void odl_packc2(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 void odl_packc1(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t dstep);
+void odl_tcs0(uint32_t *dst, const f16 *src, uint32_t kp, uint32_t pitch_bytes, uint32_t npairs, uint32_t gap_bytes, f16 *sums);
+void odl_tcs1(uint32_t *dst, const f16 *src, uint32_t kp, uint32_t pitch_bytes, uint32_t npairs, uint32_t gap_bytes, f16 *sums);
 uint64_t odl_packc2s(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 
 /* Panels of a row-major FP16 source (rows `pitch` halves apart, k2 words used): panel p holds rows
@@ -244,6 +246,20 @@ static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, i
     __builtin_memcpy(&f, &s, 4);
     acc[r] += f;
   }
+}
+
+/* The `cols` columns (even) of a K-major FP16 source S[kdim][cols] (rows `pitch` halves apart, kdim >= 2) into
+ * rows of K-pairs `row_bytes` apart, each row's sum in FP16 to sums[] (a bias gradient whose rows see every
+ * pixel in one tile): every core one call for its contiguous share of column pairs. */
+static inline void odl_rows_ts(uint32_t *dst, const f16 *src, int cols, int kdim, int pitch, int row_bytes, f16 *sums) {
+  int lo, hi;
+  odl_chunk(cols / 2, &lo, &hi);
+  if (hi <= lo) return;
+  uint32_t *d = (uint32_t *)((char *)dst + 2 * lo * row_bytes);
+  if (kdim & 1)
+    odl_tcs1(d, src + 2 * lo, (uint32_t)(kdim / 2), (uint32_t)pitch * 2, (uint32_t)(hi - lo), (uint32_t)row_bytes, sums + 2 * lo);
+  else
+    odl_tcs0(d, src + 2 * lo, (uint32_t)(kdim / 2), (uint32_t)pitch * 2, (uint32_t)(hi - lo), (uint32_t)row_bytes, sums + 2 * lo);
 }
 
 /* odl_units_t for rows of a transposed matrix (step 1) that also writes each row's sum in FP16 to
