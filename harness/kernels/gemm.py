@@ -40,6 +40,7 @@ def _panel_table(sizes: list, k2: int, skew: int) -> tuple[list, int]:
 
 
 FORK_CYCLES = 500   # a fork and its barrier, with the wake-up of the cores and the master's DMA commands
+WG_FORK = 1000      # the weight gradient's: its tasks are larger, their first run refills more code
 
 
 def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int:
@@ -62,7 +63,7 @@ def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int
 
 
 def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cycles=lambda r: 0, step: int = 5,
-               lead=(0, 0)) -> list:
+               lead=(0, 0), fork: int = FORK_CYCLES) -> list:
     """M tiles (row ranges) of at most tmax rows that minimise the estimated time: every tile's slowest
     core (tile_cycles(rows)) plus a fork, the first tile's arrival (in_cycles(rows)) and the last one's
     departure (out_cycles(rows)), which nothing overlaps. Sizes are multiples of 5 where they can be, so
@@ -71,7 +72,7 @@ def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cyc
 
     def cost(rows):
         if rows not in cache:
-            cache[rows] = tile_cycles(rows) + FORK_CYCLES
+            cache[rows] = tile_cycles(rows) + fork
         return cache[rows]
     best = None
     edges = sorted({min(total, tmax, step * e) for e in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)} | {min(total, tmax)})
@@ -533,15 +534,18 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     if not tmax:
         return False
 
+    kp = npix // 2
+
     def tile_cycles(rows):
         t = Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=nb, skew=skew), c_pitch=c_pitch, cores=cores)
+        if db_sym and npix >= 2:   # odl_rows_ts: 12 instructions a pair of words, its core's share in one call
+            return max(t.core_cycles()) + -(-cp(rows) // 2 // cores) * (12 * kp + 30)
         return max(t.core_cycles()) + 5 * cp(rows) * k2 // 2 // cores
     btab = units_panels(bsizes, k2, skew) + [0]
     nub = len(btab) // 4
-    kp = npix // 2
     lead = (xraw_bytes // dma_bpc, -(-nub // cores) * (5 * kp + 40) + FORK_CYCLES)
     tiles = plan_tiles(ko, tmax, tile_cycles, lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
-                       lead=lead)
+                       lead=lead, fork=WG_FORK)
     tm = max(r1 - r0 for r0, r1 in tiles)
     xraw = g.buf("l1_xs", xraw_bytes)
     bpan = g.buf("l1_bpan", bpan_bytes)
