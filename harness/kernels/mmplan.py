@@ -34,6 +34,34 @@ def paired_blocks(d: int) -> list[int]:
     return [4] * (d // 4) + ([2] if d % 4 else [])
 
 
+def _split(cells: list, cores: int) -> list:
+    """The cells (row-major, (A block, B block, cycles)) cut into `cores` contiguous shares whose largest
+    estimated cycles (a run's call for every A block a share enters) is the least possible: a binary
+    search on that bound, each candidate filled greedily from the last cell back, so that a short share
+    falls to core 0 (the master, which also drives the DMA between forks)."""
+    def fill(limit):
+        out, t, row = [[]], 0, None
+        for cell in reversed(cells):
+            c = cell[2] + (RUN_CYCLES if cell[0] != row else 0)
+            if out[-1] and t + c > limit:
+                out.append([])
+                t, c = 0, cell[2] + RUN_CYCLES
+            out[-1].append(cell)
+            t += c
+            row = cell[0]
+        return out
+    lo, hi = max(c for _, _, c in cells) + RUN_CYCLES, sum(c for _, _, c in cells) + RUN_CYCLES * len(cells)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(fill(mid)) <= cores:
+            hi = mid
+        else:
+            lo = mid + 1
+    parts = [list(reversed(p)) for p in fill(lo)]
+    parts.reverse()
+    return [[] for _ in range(cores - len(parts))] + parts
+
+
 @dataclass(frozen=True)
 class Side:
     """One operand of a tile: its rows (the side of C it makes) and how its words lie in L1."""
@@ -99,14 +127,7 @@ class Tile:
         for ia, ma in enumerate(self.blocks_a):
             for ib, nb in enumerate(self.blocks_b):
                 cells.append((ia, ib, self.block(ma, nb).cycles()))
-        total = sum(c for _, _, c in cells) + RUN_CYCLES * len(self.blocks_a)
-        shares, acc, cur = [[] for _ in range(self.cores)], 0, 0
-        for cell in cells:
-            # the cell goes to the share whose part of the total its middle falls in
-            mid = acc + cell[2] / 2
-            cur = min(self.cores - 1, max(cur, int(mid * self.cores / total)))
-            shares[cur].append(cell)
-            acc += cell[2]
+        shares = _split(cells, self.cores)
         # Within each A block row of its share, core c starts at B block c * nb / cores and wraps around:
         # cores that run in step then read different B panels (in different banks) instead of one word
         nbb = len(self.blocks_b)
