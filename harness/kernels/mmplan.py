@@ -127,6 +127,9 @@ class Tile:
         for ia, ma in enumerate(self.blocks_a):
             for ib, nb in enumerate(self.blocks_b):
                 cells.append((ia, ib, self.block(ma, nb).cycles()))
+        # the larger blocks first, so that the few smaller ones (a last B block of 2 rows, A blocks of 4)
+        # fill the shares at the end instead of tipping every share that holds one over the others
+        cells.sort(key=lambda cell: -cell[2])
         shares = _split(cells, self.cores)
         # Within each A block row of its share, core c starts at B block c * nb / cores and wraps around:
         # cores that run in step then read different B panels (in different banks) instead of one word
