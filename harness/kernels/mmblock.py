@@ -305,16 +305,22 @@ def pack_rows(s: int) -> list[str]:
     return _routine(f"odl_packr{s}", pro, body)
 
 
+def _pair_words(lo: str, w0: str, w1: str, hi_mask: str, k65536: str) -> list[str]:
+    """Two words of K-pairs from two words of two adjacent columns (w0: row 2kk, w1: row 2kk + 1):
+    lo = (w0 & 0xffff) | w1 << 16 (a multiply-accumulate by 65536 does the shift and the or), then w0 =
+    w0 >> 16 | (w1 & 0xffff0000); w1 is clobbered. 5 instructions."""
+    return [asm.line("p_exthz", rd=lo, rs1=w0), f"srli {w0}, {w0}, 16",
+            asm.line("p_mac", rd_acc=lo, rs1=w1, rs2=k65536), f"and {w1}, {w1}, {hi_mask}", f"or {w0}, {w0}, {w1}"]
+
+
 def pack_cols2() -> list[str]:
     """odl_packc2(d0, src, k2, pitch_bytes, d1, dstep): two adjacent columns of a K-major FP16 matrix
     (rows of K `pitch_bytes` apart) into two rows of K-pairs: word kk of the first column (rows 2kk and
     2kk + 1) goes to d0, of the second to d1, each pointer then stepping by dstep bytes (4: rows of a
-    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 10 instructions a pair."""
-    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "srli t4, a7, 16", "slli a7, a7, 16"]
+    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 9 instructions a pair."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 16"]
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
-            "and t2, t0, t4", "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16", "and t1, t1, a7",
-            "or t0, t0, t1",
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t4") + [
             asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5")]
     return _routine("odl_packc2", pro, body)
@@ -325,11 +331,9 @@ def pack_cols2s() -> list[str]:
     (vfdotpex with ones, in the order of its K-pairs), returned as the two words of a uint64_t (first
     column low): a bias gradient for 2 instructions a pair more."""
     pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 0x3c004",
-           "addi t4, t4, -1024", "li t5, 0", "li t6, 0"]
+           "addi t4, t4, -1024", "li t5, 0", "li t6, 0", "lui t3, 16"]
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
-            asm.line("p_exthz", rd="t2", rs1="t0"), "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16",
-            "and t1, t1, a7", "or t0, t0, t1",
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t3") + [
             asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
@@ -342,12 +346,10 @@ def trans_sum(odd: bool) -> list[str]:
     columns of a K-major FP16 matrix (K = 2 kp + odd rows `pitch_bytes` apart) into rows of K-pairs
     `gap_bytes` apart (a transposed matrix), each row's FP32 sum (vfdotpex with ones, in the order of
     its K-pairs) stored in FP16 to sums[]. One call for a core's share of the columns: both loops in
-    hardware loops, 12 instructions a pair of words (the sums included) and 17 a pair of columns."""
+    hardware loops, 11 instructions a pair of words (the sums included) and 17 a pair of columns."""
     name = f"odl_tcs{int(odd)}"
     inner = [asm.line("p_lw_postinc_reg", rd="t0", rs1="s0", rs2="a7"),
-             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7"),
-             asm.line("p_exthz", rd="t2", rs1="t0"), "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16",
-             "and t1, t1, s4", "or t0, t0, t1",
+             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7")] + _pair_words("t2", "t0", "t1", "s4", "t3") + [
              asm.line("p_sw_postinc_imm", rs2="t2", rs1="s2", imm_s=4),
              asm.line("p_sw_postinc_imm", rs2="t0", rs1="s3", imm_s=4),
              asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
@@ -365,7 +367,8 @@ def trans_sum(odd: bool) -> list[str]:
                 "addi a1, a1, 4", "add a0, a0, s5"])
     saved = [f"s{i}" for i in range(6)]
     pro = ["addi sp, sp, -32"] + [f"sw {r}, {4 * i}(sp)" for i, r in enumerate(saved)]
-    pro += ["slli a7, a3, 1", "li s4, -1", "slli s4, s4, 16", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1"]
+    pro += ["slli a7, a3, 1", "li s4, -1", "slli s4, s4, 16", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1",
+            "lui t3, 16"]
     epi = [f"lw {r}, {4 * i}(sp)" for i, r in enumerate(saved)] + ["addi sp, sp, 32"]
     return ([f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
              "    .balign 4", f"{name}:", "    .option push", "    .option norvc"]
