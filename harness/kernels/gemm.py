@@ -555,7 +555,15 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     if db_sym:   # every row of dY^T sees all the pixels in its tile: db leaves each tile in FP16
         db16 = g.buf("l1_db16", cp(ko) * 2 + 4)   # + the sum of a last tile's pad column
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
-    pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
+    # Xs arrives in two parts of pixels (many pixels: a long transfer): the cores pack the first while
+    # the second arrives
+    h = npix // 4 * 2 if npix >= 32 else npix
+    if h < npix:
+        pack = (f"  odl_units_tk({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {h}, {nb}, 0, 0);\n"
+                "  if (pi_core_id() == 0) odl_dma_wait_quiet(&dx[0]);\n  pi_cl_team_barrier();\n"
+                f"  odl_units_tk({bpan}, (const f16 *){xraw} + {h * nb}, odl_btab, {nub}, {ki}, {npix - h}, {nb}, 0, {h // 2});")
+    else:
+        pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
     if db_sym and ko % 2:
         pack += f"\n  if (pi_core_id() == 0) ((f16 *){db16})[{ko}] = 0;"
     fns = {}
@@ -587,7 +595,10 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
         body += "\n  " + t.call(name, arows, bpan, "T->dst")
         fns[key] = g.func(body)
     _trackers(g)
-    g.body.append(f"  odl_dma_2d(&din, (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {npix}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    g.body.append(f"  odl_dma_2d(&din, (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {h}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if h < npix:
+        g.body.append(f"  odl_dma_2d(&dx[0], {_addr(xs_sym, h * xs.pitch)}, (uint32_t){xraw} + {h * nb * 2}, {nb * 2}, {npix - h}, "
+                      f"{xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
 
     def fetch(i):
         r0, r1 = tiles[i]

@@ -134,16 +134,17 @@ static inline void odl_panels(uint32_t *dst, const f16 *src, const uint16_t *tab
  * words between the row's K-pairs): two rows of a panel (step = the panel's rows, the second row one word
  * on) or of a transposed matrix (step 1, the second row tab[4 nu] words on). An odd kdim pairs its last
  * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
- * with core `c0`, so that two calls in a row together keep the cores even. */
-static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
-                               int c0) {
+ * with core `c0`, so that two calls in a row together keep the cores even. The K-pairs go from pair kk0 on
+ * in dst (src holds K from row 2 kk0 on): a source that arrives in parts is packed part by part. */
+static inline void odl_units_tk(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                                int c0, int kk0) {
   int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
   int u = pi_core_id() - c0;
   if (u < 0) u += nc;
   for (; u < nu; u += nc) {
     const uint16_t *e = tab + 4 * u;
     int r = e[0], two = e[1] == 2, step = e[3];
-    uint32_t *d = dst + e[2], *d1 = step == 1 ? d + gap : d + 1;
+    uint32_t *d = dst + e[2] + kk0 * step, *d1 = step == 1 ? d + gap : d + 1;
     if (two && r + 1 < valid) {
       if (kp) odl_packc2(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, (uint32_t)step * 4);
       if (kdim & 1) {
@@ -163,6 +164,11 @@ static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *ta
       }
     }
   }
+}
+/* The same from K-pair 0: the whole of K. */
+static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                               int c0) {
+  odl_units_tk(dst, src, tab, nu, valid, kdim, pitch, c0, 0);
 }
 
 /* The transpose of a K-major FP16 source S[kdim][cols] as rows of K-pairs: row r (dpitch bytes apart)
