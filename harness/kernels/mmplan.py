@@ -38,7 +38,7 @@ def _split(cells: list, cores: int) -> list:
     """The cells (row-major, (A block, B block, cycles)) cut into `cores` contiguous shares whose largest
     estimated cycles (a run's call for every A block a share enters) is the least possible: a binary
     search on that bound, each candidate filled greedily from the last cell back, so that a short share
-    falls to core 0 (the master, which also drives the DMA between forks)."""
+    falls to core 0 (the master, which also drives the DMA between forks). Returns (bound, shares)."""
     def fill(limit):
         out, t, row = [[]], 0, None
         for cell in reversed(cells):
@@ -59,7 +59,7 @@ def _split(cells: list, cores: int) -> list:
             lo = mid + 1
     parts = [list(reversed(p)) for p in fill(lo)]
     parts.reverse()
-    return [[] for _ in range(cores - len(parts))] + parts
+    return lo, [[] for _ in range(cores - len(parts))] + parts
 
 
 @dataclass(frozen=True)
@@ -127,10 +127,14 @@ class Tile:
         for ia, ma in enumerate(self.blocks_a):
             for ib, nb in enumerate(self.blocks_b):
                 cells.append((ia, ib, self.block(ma, nb).cycles()))
-        # the larger blocks first, so that the few smaller ones (a last B block of 2 rows, A blocks of 4)
-        # fill the shares at the end instead of tipping every share that holds one over the others
-        cells.sort(key=lambda cell: -cell[2])
-        shares = _split(cells, self.cores)
+        # the larger blocks first when that makes the largest share smaller: the few smaller ones (a last B
+        # block of 2 rows, A blocks of 4) then fill the shares at the end instead of tipping every share
+        # that holds one over the others
+        bound, shares = _split(cells, self.cores)
+        by_size = sorted(cells, key=lambda cell: -cell[2])
+        bound_s, shares_s = _split(by_size, self.cores)
+        if bound_s < bound:
+            shares = shares_s
         # Within each A block row of its share, core c starts at B block c * nb / cores and wraps around:
         # cores that run in step then read different B panels (in different banks) instead of one word
         nbb = len(self.blocks_b)
