@@ -40,6 +40,7 @@ def _panel_table(sizes: list, k2: int, skew: int) -> tuple[list, int]:
 
 
 FORK_CYCLES = 500   # a fork and its barrier, with the wake-up of the cores and the master's DMA commands
+WG_FORK = 1000      # the weight gradient's: its tasks are larger, their first run refills more code
 
 
 def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int:
@@ -62,7 +63,7 @@ def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int
 
 
 def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cycles=lambda r: 0, step: int = 5,
-               lead=(0, 0)) -> list:
+               lead=(0, 0), fork: int = FORK_CYCLES) -> list:
     """M tiles (row ranges) of at most tmax rows that minimise the estimated time: every tile's slowest
     core (tile_cycles(rows)) plus a fork, the first tile's arrival (in_cycles(rows)) and the last one's
     departure (out_cycles(rows)), which nothing overlaps. Sizes are multiples of 5 where they can be, so
@@ -71,7 +72,7 @@ def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cyc
 
     def cost(rows):
         if rows not in cache:
-            cache[rows] = tile_cycles(rows) + FORK_CYCLES
+            cache[rows] = tile_cycles(rows) + fork
         return cache[rows]
     best = None
     edges = sorted({min(total, tmax, step * e) for e in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)} | {min(total, tmax)})
@@ -367,13 +368,16 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
     wraw = [g.buf("l1_w0", kdim * cp(tn) * 2), g.buf("l1_w1", kdim * cp(tn) * 2)]
     bpan = g.buf("l1_bpan", _panel_table(paired_blocks(cp(tn)), k2, skew)[1])
     cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
+    # C tiles of different widths: one routine for all, the pitch an argument
+    c_arg = len({cp(c1 - c0) for c0, c1 in tiles}) > 1
     fns = {}
     for i, (c0, c1) in enumerate(tiles):
         cols = c1 - c0
         key = (cols, i == 0)
         if key in fns:
             continue
-        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores)
+        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores,
+                 c_arg=c_arg)
         name = f"odl_t{cols}"
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)
@@ -428,6 +432,8 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         pack += f"\n  odl_widen({b32}, (const f16 *){b16}, {npad});"
     if xs_stage and keep[2] % 2:
         pack += f"\n  odl_zero_lane((f16 *){xsb}, {m}, {cp(keep[2])}, {keep[2]});"
+    # C tiles of different widths: one routine for all, the pitch an argument
+    c_arg = len({cp(c1 - c0) for c0, c1 in tiles}) > 1
     fns = {}
     for i, (c0, c1) in enumerate(tiles):
         cols = c1 - c0
@@ -435,7 +441,7 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         if key in fns:
             continue
         t = Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2, trans=True,
-                 bias=bool(bias_sym), cores=cores)
+                 bias=bool(bias_sym), cores=cores, c_arg=c_arg)
         name = f"odl_t{cols}"
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)
@@ -520,7 +526,7 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     xraw_bytes = npix * nb * 2
     pa = _padded(plat, 4 * k2)
     c_pitch = dwt.pitch * 2
-    db_bytes = (4 * ko + cp(ko) * 2) if db_sym else 0
+    db_bytes = cp(ko) * 2 + 4 if db_sym else 0
 
     def mem(tm):
         return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
@@ -528,28 +534,38 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     if not tmax:
         return False
 
+    kp = npix // 2
+
     def tile_cycles(rows):
         t = Tile(k2=k2, a=Side(rows=rows, pitch=pa), b=Side(rows=nb, skew=skew), c_pitch=c_pitch, cores=cores)
+        if db_sym and npix >= 2:   # odl_rows_ts: 12 instructions a pair of words, its core's share in one call
+            return max(t.core_cycles()) + -(-cp(rows) // 2 // cores) * (12 * kp + 30)
         return max(t.core_cycles()) + 5 * cp(rows) * k2 // 2 // cores
     btab = units_panels(bsizes, k2, skew) + [0]
     nub = len(btab) // 4
-    kp = npix // 2
     lead = (xraw_bytes // dma_bpc, -(-nub // cores) * (5 * kp + 40) + FORK_CYCLES)
     tiles = plan_tiles(ko, tmax, tile_cycles, lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
-                       lead=lead)
+                       lead=lead, fork=WG_FORK)
     tm = max(r1 - r0 for r0, r1 in tiles)
     xraw = g.buf("l1_xs", xraw_bytes)
     bpan = g.buf("l1_bpan", bpan_bytes)
     draw = [g.buf("l1_dy0", npix * cp(tm) * 2), g.buf("l1_dy1", npix * cp(tm) * 2)]
     arows = g.buf("l1_arows", cp(tm) * pa)
     cbuf = [g.buf("l1_c0", tm * c_pitch), g.buf("l1_c1", tm * c_pitch)]
-    if db_sym:
-        db32 = g.buf("l1_db32", 4 * ko, "float")
-        db16 = g.buf("l1_db16", cp(ko) * 2)
+    if db_sym:   # every row of dY^T sees all the pixels in its tile: db leaves each tile in FP16
+        db16 = g.buf("l1_db16", cp(ko) * 2 + 4)   # + the sum of a last tile's pad column
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
-    pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
-    if db_sym:
-        pack += f"\n  odl_zero_f32({db32}, {ko});"
+    # Xs arrives in two parts of pixels (many pixels: a long transfer): the cores pack the first while
+    # the second arrives
+    h = npix // 4 * 2 if npix >= 32 else npix
+    if h < npix:
+        pack = (f"  odl_units_tk({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {h}, {nb}, 0, 0);\n"
+                "  if (pi_core_id() == 0) odl_dma_wait_quiet(&dx[0]);\n  pi_cl_team_barrier();\n"
+                f"  odl_units_tk({bpan}, (const f16 *){xraw} + {h * nb}, odl_btab, {nub}, {ki}, {npix - h}, {nb}, 0, {h // 2});")
+    else:
+        pack = f"  odl_units_t({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {npix}, {nb}, 0);"
+    if db_sym and ko % 2:
+        pack += f"\n  if (pi_core_id() == 0) ((f16 *){db16})[{ko}] = 0;"
     fns = {}
     for i, (r0, r1) in enumerate(tiles):
         rows = r1 - r0
@@ -564,16 +580,25 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
             atab = units_rows(cp(rows), pa // 4)
             g.decls.append(f"static const uint16_t odl_a{rows}[] ODL_TABLE = {{ {', '.join(map(str, atab))} }};")
         nua = len(units_rows(cp(rows), pa // 4)) // 4
-        body = f"  odl_units_t({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {nub % cores if i == 0 else 0});"
+        c0 = nub % cores if i == 0 else 0
+        if db_sym and npix >= 2:   # the transposition sums the rows too: db
+            body = (f"  odl_rows_ts({arows}, (const f16 *)T->src, {cp(rows)}, {npix}, {cp(rows)}, {pa}, "
+                    f"(f16 *){db16} + T->aux);")
+        elif db_sym:
+            body = (f"  odl_units_ts({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {c0}, "
+                    f"(f16 *){db16} + T->aux, {rows});")
+        else:
+            body = f"  odl_units_t({arows}, (const f16 *)T->src, odl_a{rows}, {nua}, {cp(rows)}, {npix}, {cp(rows)}, {c0});"
         if i == 0:
             body = pack + FIRST_WAIT + body
         body += "\n  pi_cl_team_barrier();"
-        if db_sym:
-            body += f"\n  odl_rowsum_acc({db32} + T->aux, {arows}, {pa}, {rows}, {k2});"
         body += "\n  " + t.call(name, arows, bpan, "T->dst")
         fns[key] = g.func(body)
     _trackers(g)
-    g.body.append(f"  odl_dma_2d(&din, (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {npix}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    g.body.append(f"  odl_dma_2d(&din, (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {h}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    if h < npix:
+        g.body.append(f"  odl_dma_2d(&dx[0], {_addr(xs_sym, h * xs.pitch)}, (uint32_t){xraw} + {h * nb * 2}, {nb * 2}, {npix - h}, "
+                      f"{xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
 
     def fetch(i):
         r0, r1 = tiles[i]
@@ -591,7 +616,6 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
         g.fork(fns[(r1 - r0, i == 0)], src=draw[k], dst=cbuf[k], aux=r0)
         g.body.append(f"  odl_dma_1d(&dc[{k}], {_addr(dw_sym, r0 * dwt.pitch)}, (uint32_t){cbuf[k]}, {(r1 - r0) * c_pitch}, PI_CL_DMA_DIR_LOC2EXT);")
     if db_sym:
-        g.fork(g.func(f"  odl_narrow_rows({db16}, {cp(ko)}, {db32}, {ko}, 1, {ko});"))
         g.body.append(f"  odl_dma_1d(&dout, (uint32_t){db_sym}, (uint32_t){db16}, {cp(ko) * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dout);")
     return True

@@ -42,7 +42,8 @@ class Block:
     a_pitch: int        # bytes between A rows; 0: A is a panel of m rows
     b_pitch: int        # bytes between B rows; 0: B is a panel of n rows
     b_step: int         # bytes from one B block to the next
-    c_pitch: int        # bytes between C rows
+    c_pitch: int        # bytes between C rows; 0: an argument of the routine (a5), so that tiles of
+                        # different widths share one routine in the instruction caches
     trans: bool = False  # C rows follow B (pairs of A rows in a word) instead of A
     bias: bool = False   # accumulators start at FP32 biases: one per C column (per A row when trans)
     segs: int = 1        # the reduction in segments of k2 / segs words, A's rows jumping `a_jump` bytes
@@ -52,16 +53,19 @@ class Block:
     def name(self) -> str:
         a = f"r{self.a_pitch}" if self.a_pitch else "p"
         b = f"r{self.b_pitch}" if self.b_pitch else "p"
-        return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{self.c_pitch}"
+        c = self.c_pitch if self.c_pitch else "r"
+        return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{c}"
                 f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}"
                 f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}")
 
     def cycles(self) -> int:
         """Cycles of one block, from the schedule: the reduction and the per-block work."""
-        return self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
+        rows_c = self.n if self.trans else self.m
+        return (self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
+                + (0 if self.c_pitch else rows_c + 1))
 
     def c_step(self) -> int:
-        """Bytes from one block's C to the next block's."""
+        """Bytes from one block's C to the next block's (trans with a pitch argument: set at the stores)."""
         return self.n * self.c_pitch if self.trans else 2 * self.n
 
 
@@ -83,7 +87,7 @@ def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
 
 
 def block_asm(b: Block) -> list[str]:
-    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias) in a0..a4."""
+    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias[, c_pitch]) in a0..a4 (a5)."""
     if not (1 <= b.m <= 5 and 1 <= b.n <= 5 and b.m * b.n <= 20):
         raise ValueError(f"no {b.m}x{b.n} block: at most 5 rows each and 20 accumulators")
     if b.trans and b.m % 2 or not b.trans and b.n % 2:
@@ -123,7 +127,9 @@ def block_asm(b: Block) -> list[str]:
     acc = [[free.pop(0) for _ in range(b.n)] for _ in range(b.m)]
     assert len(free) >= 0
     slot = {r: 4 * (len(SAVED) + k) for k, r in enumerate(spilled)}
-    frame = 4 * (len(SAVED) + len(spilled))
+    if not b.c_pitch:   # the pitch argument waits on the stack: a5 may be a loop register
+        slot["a5"] = 4 * (len(SAVED) + len(spilled))
+    frame = 4 * (len(SAVED) + len(slot))
     frame = (frame + 15) // 16 * 16
 
     def val(r):   # where a persistent argument is read per block
@@ -132,7 +138,7 @@ def block_asm(b: Block) -> list[str]:
     out = [f"    .section .text.{b.name}, \"ax\"", f"    .globl {b.name}", f"    .type {b.name}, @function",
            "    .balign 4", f"{b.name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
     out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    sw {r}, {slot[r]}(sp)" for r in spilled]
+    out += [f"    sw {r}, {slot[r]}(sp)" for r in spilled + (["a5"] if not b.c_pitch else [])]
     # the outer (blocks) loop: its body is `body`; lp.setup counts it in halfwords from itself
     body = []
 
@@ -238,7 +244,20 @@ def block_asm(b: Block) -> list[str]:
         body.append(f"lw {creg}, {slot['a2']}(sp)")
     rows_c = max(r for r, _, _ in words) + 1
     last_off = (rows_c - 1) * b.c_pitch + max(o for _, o, _ in words)
-    if last_off <= IMM_MAX:
+    if not b.c_pitch:   # the pitch from the stack, a moving pointer through the rows
+        mp, pt = [r for r in ar + br if r != creg][:2]
+        body += [f"lw {pt}, {slot['a5']}(sp)", f"mv {mp}, {creg}"]
+        row_at = 0
+        for row, off, r in words:
+            while row_at < row:
+                body.append(f"add {mp}, {mp}, {pt}")
+                row_at += 1
+            body.append(f"sw {r}, {off}({mp})")
+        if b.trans:   # the next block's C rows follow this block's last one
+            body.append(f"add {creg}, {mp}, {pt}")
+        else:
+            body += _add(creg, creg, b.c_step(), pt)
+    elif last_off <= IMM_MAX:
         body += [f"sw {r}, {row * b.c_pitch + off}({creg})" for row, off, r in words]
     else:   # a moving pointer through the rows
         mp = ar[-1] if creg != ar[-1] else br[-1]
@@ -250,7 +269,8 @@ def block_asm(b: Block) -> list[str]:
                 body += _add(mp, mp, b.c_pitch, tmp)
                 row_at += 1
             body.append(f"sw {r}, {off}({mp})")
-    body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
+    if b.c_pitch:
+        body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
     if "a2" in spilled:
         body.append(f"sw {creg}, {slot['a2']}(sp)")
     # the other B groups' pointers start once; they move with the first one
@@ -285,19 +305,77 @@ def pack_rows(s: int) -> list[str]:
     return _routine(f"odl_packr{s}", pro, body)
 
 
+def _pair_words(lo: str, w0: str, w1: str, hi_mask: str, k65536: str) -> list[str]:
+    """Two words of K-pairs from two words of two adjacent columns (w0: row 2kk, w1: row 2kk + 1):
+    lo = (w0 & 0xffff) | w1 << 16 (a multiply-accumulate by 65536 does the shift and the or), then w0 =
+    w0 >> 16 | (w1 & 0xffff0000); w1 is clobbered. 5 instructions."""
+    return [asm.line("p_exthz", rd=lo, rs1=w0), f"srli {w0}, {w0}, 16",
+            asm.line("p_mac", rd_acc=lo, rs1=w1, rs2=k65536), f"and {w1}, {w1}, {hi_mask}", f"or {w0}, {w0}, {w1}"]
+
+
 def pack_cols2() -> list[str]:
     """odl_packc2(d0, src, k2, pitch_bytes, d1, dstep): two adjacent columns of a K-major FP16 matrix
     (rows of K `pitch_bytes` apart) into two rows of K-pairs: word kk of the first column (rows 2kk and
     2kk + 1) goes to d0, of the second to d1, each pointer then stepping by dstep bytes (4: rows of a
-    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 10 instructions a pair."""
-    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "srli t4, a7, 16", "slli a7, a7, 16"]
+    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 9 instructions a pair."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 16"]
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
-            "and t2, t0, t4", "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16", "and t1, t1, a7",
-            "or t0, t0, t1",
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t4") + [
             asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5")]
     return _routine("odl_packc2", pro, body)
+
+
+def pack_cols2s() -> list[str]:
+    """odl_packc2s(d0, src, k2, pitch_bytes, d1, dstep): odl_packc2 that also sums each column in FP32
+    (vfdotpex with ones, in the order of its K-pairs), returned as the two words of a uint64_t (first
+    column low): a bias gradient for 2 instructions a pair more."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 0x3c004",
+           "addi t4, t4, -1024", "li t5, 0", "li t6, 0", "lui t3, 16"]
+    body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t3") + [
+            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
+            asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+            asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    return _routine("odl_packc2s", pro, body, ["mv a0, t5", "mv a1, t6"])
+
+
+def trans_sum(odd: bool) -> list[str]:
+    """odl_tcs<odd>(dst, src, kp, pitch_bytes, npairs, gap_bytes, sums): `npairs` pairs of adjacent
+    columns of a K-major FP16 matrix (K = 2 kp + odd rows `pitch_bytes` apart) into rows of K-pairs
+    `gap_bytes` apart (a transposed matrix), each row's FP32 sum (vfdotpex with ones, in the order of
+    its K-pairs) stored in FP16 to sums[]. One call for a core's share of the columns: both loops in
+    hardware loops, 11 instructions a pair of words (the sums included) and 17 a pair of columns."""
+    name = f"odl_tcs{int(odd)}"
+    inner = [asm.line("p_lw_postinc_reg", rd="t0", rs1="s0", rs2="a7"),
+             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7")] + _pair_words("t2", "t0", "t1", "s4", "t3") + [
+             asm.line("p_sw_postinc_imm", rs2="t2", rs1="s2", imm_s=4),
+             asm.line("p_sw_postinc_imm", rs2="t0", rs1="s3", imm_s=4),
+             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+             asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    tail = []
+    if odd:   # the last row of K pairs with zero
+        tail = ["lw t0, 0(s0)", asm.line("p_exthz", rd="t2", rs1="t0"), "srli t0, t0, 16", "sw t2, 0(s2)", "sw t0, 0(s3)",
+                asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+                asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    outer = (["mv s0, a1", "add s1, a1, a3", "mv s2, a0", "add s3, a0, a5", "li t5, 0", "li t6, 0",
+              asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(inner))] + inner + tail
+             + [asm.line("vfcpka_h_s", rd="t5", rs1="t5", rs2="t6"),
+                asm.line("p_sh_postinc_imm", rs2="t5", rs1="a6", imm_s=2), "srli t5, t5, 16",
+                asm.line("p_sh_postinc_imm", rs2="t5", rs1="a6", imm_s=2),
+                "addi a1, a1, 4", "add a0, a0, s5"])
+    saved = [f"s{i}" for i in range(6)]
+    pro = ["addi sp, sp, -32"] + [f"sw {r}, {4 * i}(sp)" for i, r in enumerate(saved)]
+    pro += ["slli a7, a3, 1", "li s4, -1", "slli s4, s4, 16", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1",
+            "lui t3, 16"]
+    epi = [f"lw {r}, {4 * i}(sp)" for i, r in enumerate(saved)] + ["addi sp, sp, 32"]
+    return ([f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+             "    .balign 4", f"{name}:", "    .option push", "    .option norvc"]
+            + ["    " + x for x in pro]
+            + ["    " + asm.line("lp_setup", hwl_l=1, hwl_rs1="a4", hwl_uimm12=2 * len(outer))]
+            + ["    " + x for x in outer] + ["    " + x for x in epi]
+            + ["    ret", "    .option pop", f"    .size {name}, . - {name}", ""])
 
 
 def pack_cols1() -> list[str]:
@@ -312,4 +390,5 @@ def pack_cols1() -> list[str]:
 
 
 def packers() -> str:
-    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols1())
+    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols2s() + pack_cols1()
+                     + trans_sum(False) + trans_sum(True))

@@ -34,6 +34,34 @@ def paired_blocks(d: int) -> list[int]:
     return [4] * (d // 4) + ([2] if d % 4 else [])
 
 
+def _split(cells: list, cores: int) -> list:
+    """The cells (row-major, (A block, B block, cycles)) cut into `cores` contiguous shares whose largest
+    estimated cycles (a run's call for every A block a share enters) is the least possible: a binary
+    search on that bound, each candidate filled greedily from the last cell back, so that a short share
+    falls to core 0 (the master, which also drives the DMA between forks). Returns (bound, shares)."""
+    def fill(limit):
+        out, t, row = [[]], 0, None
+        for cell in reversed(cells):
+            c = cell[2] + (RUN_CYCLES if cell[0] != row else 0)
+            if out[-1] and t + c > limit:
+                out.append([])
+                t, c = 0, cell[2] + RUN_CYCLES
+            out[-1].append(cell)
+            t += c
+            row = cell[0]
+        return out
+    lo, hi = max(c for _, _, c in cells) + RUN_CYCLES, sum(c for _, _, c in cells) + RUN_CYCLES * len(cells)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(fill(mid)) <= cores:
+            hi = mid
+        else:
+            lo = mid + 1
+    parts = [list(reversed(p)) for p in fill(lo)]
+    parts.reverse()
+    return lo, [[] for _ in range(cores - len(parts))] + parts
+
+
 @dataclass(frozen=True)
 class Side:
     """One operand of a tile: its rows (the side of C it makes) and how its words lie in L1."""
@@ -55,6 +83,7 @@ class Tile:
     segs: int = 1         # the reduction in segments (a convolution's rows of taps), A jumping a_jump bytes
     a_jump: int = 0
     a_list: list = None   # A blocks given outright: (rows, byte offset, first C row) each
+    c_arg: bool = False   # the C pitch an argument of the micro-kernels (tiles of different widths share them)
     blocks_a: list = field(default_factory=list)
     blocks_b: list = field(default_factory=list)
     kernels: list = field(default_factory=list)   # Block, in order of first use
@@ -85,7 +114,7 @@ class Tile:
     def block(self, ma: int, nb: int) -> Block:
         b_step = nb * self.b.pitch if self.b.pitch else 4 * self.k2 * nb + self.b.skew
         return Block(m=ma, n=nb, k2=self.k2, a_pitch=self.a.pitch, b_pitch=self.b.pitch, b_step=b_step,
-                     c_pitch=self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs, a_jump=self.a_jump)
+                     c_pitch=0 if self.c_arg else self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs, a_jump=self.a_jump)
 
     def _plan(self):
         ao, bo = self._offsets(self.a, self.blocks_a), self._offsets(self.b, self.blocks_b)
@@ -98,14 +127,14 @@ class Tile:
         for ia, ma in enumerate(self.blocks_a):
             for ib, nb in enumerate(self.blocks_b):
                 cells.append((ia, ib, self.block(ma, nb).cycles()))
-        total = sum(c for _, _, c in cells) + RUN_CYCLES * len(self.blocks_a)
-        shares, acc, cur = [[] for _ in range(self.cores)], 0, 0
-        for cell in cells:
-            # the cell goes to the share whose part of the total its middle falls in
-            mid = acc + cell[2] / 2
-            cur = min(self.cores - 1, max(cur, int(mid * self.cores / total)))
-            shares[cur].append(cell)
-            acc += cell[2]
+        # the larger blocks first when that makes the largest share smaller: the few smaller ones (a last B
+        # block of 2 rows, A blocks of 4) then fill the shares at the end instead of tipping every share
+        # that holds one over the others
+        bound, shares = _split(cells, self.cores)
+        by_size = sorted(cells, key=lambda cell: -cell[2])
+        bound_s, shares_s = _split(by_size, self.cores)
+        if bound_s < bound:
+            shares = shares_s
         # Within each A block row of its share, core c starts at B block c * nb / cores and wraps around:
         # cores that run in step then read different B panels (in different banks) instead of one word
         nbb = len(self.blocks_b)
@@ -160,11 +189,14 @@ class Tile:
         fns = ", ".join(k.name for k in self.kernels)
         runs = ",\n  ".join("{%d, %d, %d, %d, %d, %d}" % r for r in self.runs)
         first = ", ".join(str(f) for f in self.first)
-        return (f"static odl_mm_fn const {name}_fn[] ODL_TABLE = {{ {fns} }};\n"
+        fn_t = "odl_mm_fnp" if self.c_arg else "odl_mm_fn"
+        return (f"static {fn_t} const {name}_fn[] ODL_TABLE = {{ {fns} }};\n"
                 f"static const odl_run_t {name}_runs[] ODL_TABLE = {{\n  {runs}\n}};\n"
                 f"static const uint16_t {name}_first[] ODL_TABLE = {{ {first} }};\n")
 
     def call(self, name: str, a: str, b: str, c: str, bias: str = "0") -> str:
+        if self.c_arg:
+            return f"odl_mm_runs_p({name}_fn, {name}_runs, {name}_first, {a}, {b}, {c}, {bias}, {self.c_pitch});"
         return f"odl_mm_runs({name}_fn, {name}_runs, {name}_first, {a}, {b}, {c}, {bias});"
 
 
@@ -184,5 +216,6 @@ def prototypes(tiles: list) -> str:
         for k in t.kernels:
             if k.name not in seen:
                 seen.add(k.name)
-                out.append(f"void {k.name}(const void *, const void *, void *, uint32_t, const void *);")
+                extra = "" if k.c_pitch else ", uint32_t"
+                out.append(f"void {k.name}(const void *, const void *, void *, uint32_t, const void *{extra});")
     return "\n".join(out)

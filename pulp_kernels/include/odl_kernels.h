@@ -80,6 +80,18 @@ static inline void odl_mm_runs(odl_mm_fn const *fn, const odl_run_t *runs, const
   odl_mm_runs_b(fn, runs, first, a, b, c, bias, pi_core_id());
 }
 
+/* The same with micro-kernels that take C's row pitch (bytes) as an argument: tiles of different widths
+ * run one routine, already in the instruction caches after the first tile. */
+typedef void (*odl_mm_fnp)(const void *a, const void *b, void *c, uint32_t nblocks, const void *bias, uint32_t c_pitch);
+static inline void odl_mm_runs_p(odl_mm_fnp const *fn, const odl_run_t *runs, const uint16_t *first, const void *a,
+                                 const void *b, void *c, const void *bias, uint32_t c_pitch) {
+  for (int r = first[pi_core_id()], e = first[pi_core_id() + 1]; r < e; r++) {
+    const odl_run_t *R = runs + r;
+    fn[R->fn]((const char *)a + R->a, (const char *)b + R->b, (char *)c + R->c, R->nb, (const char *)bias + R->bias,
+              c_pitch);
+  }
+}
+
 /* Generated packers: s rows of a row-major matrix into one panel; one or two columns of a K-major
  * matrix into rows of K-pairs (see harness/kernels/mmblock.py). */
 void odl_packr2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
@@ -88,6 +100,9 @@ void odl_packr4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes
 void odl_packr5(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 void odl_packc2(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 void odl_packc1(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t dstep);
+void odl_tcs0(uint32_t *dst, const f16 *src, uint32_t kp, uint32_t pitch_bytes, uint32_t npairs, uint32_t gap_bytes, f16 *sums);
+void odl_tcs1(uint32_t *dst, const f16 *src, uint32_t kp, uint32_t pitch_bytes, uint32_t npairs, uint32_t gap_bytes, f16 *sums);
+uint64_t odl_packc2s(uint32_t *d0, const f16 *src, uint32_t k2, uint32_t pitch_bytes, uint32_t *d1, uint32_t dstep);
 
 /* Panels of a row-major FP16 source (rows `pitch` halves apart, k2 words used): panel p holds rows
  * tab[3p] .. tab[3p] + tab[3p + 1] - 1 and starts tab[3p + 2] words into dst. Rows at or past `valid`
@@ -119,16 +134,17 @@ static inline void odl_panels(uint32_t *dst, const f16 *src, const uint16_t *tab
  * words between the row's K-pairs): two rows of a panel (step = the panel's rows, the second row one word
  * on) or of a transposed matrix (step 1, the second row tab[4 nu] words on). An odd kdim pairs its last
  * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
- * with core `c0`, so that two calls in a row together keep the cores even. */
-static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
-                               int c0) {
+ * with core `c0`, so that two calls in a row together keep the cores even. The K-pairs go from pair kk0 on
+ * in dst (src holds K from row 2 kk0 on): a source that arrives in parts is packed part by part. */
+static inline void odl_units_tk(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                                int c0, int kk0) {
   int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
   int u = pi_core_id() - c0;
   if (u < 0) u += nc;
   for (; u < nu; u += nc) {
     const uint16_t *e = tab + 4 * u;
     int r = e[0], two = e[1] == 2, step = e[3];
-    uint32_t *d = dst + e[2], *d1 = step == 1 ? d + gap : d + 1;
+    uint32_t *d = dst + e[2] + kk0 * step, *d1 = step == 1 ? d + gap : d + 1;
     if (two && r + 1 < valid) {
       if (kp) odl_packc2(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, (uint32_t)step * 4);
       if (kdim & 1) {
@@ -148,6 +164,11 @@ static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *ta
       }
     }
   }
+}
+/* The same from K-pair 0: the whole of K. */
+static inline void odl_units_t(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                               int c0) {
+  odl_units_tk(dst, src, tab, nu, valid, kdim, pitch, c0, 0);
 }
 
 /* The transpose of a K-major FP16 source S[kdim][cols] as rows of K-pairs: row r (dpitch bytes apart)
@@ -230,6 +251,63 @@ static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, i
     float f;
     __builtin_memcpy(&f, &s, 4);
     acc[r] += f;
+  }
+}
+
+/* The `cols` columns (even) of a K-major FP16 source S[kdim][cols] (rows `pitch` halves apart, kdim >= 2) into
+ * rows of K-pairs `row_bytes` apart, each row's sum in FP16 to sums[] (a bias gradient whose rows see every
+ * pixel in one tile): every core one call for its contiguous share of column pairs. */
+static inline void odl_rows_ts(uint32_t *dst, const f16 *src, int cols, int kdim, int pitch, int row_bytes, f16 *sums) {
+  int lo, hi;
+  odl_chunk(cols / 2, &lo, &hi);
+  if (hi <= lo) return;
+  uint32_t *d = (uint32_t *)((char *)dst + 2 * lo * row_bytes);
+  if (kdim & 1)
+    odl_tcs1(d, src + 2 * lo, (uint32_t)(kdim / 2), (uint32_t)pitch * 2, (uint32_t)(hi - lo), (uint32_t)row_bytes, sums + 2 * lo);
+  else
+    odl_tcs0(d, src + 2 * lo, (uint32_t)(kdim / 2), (uint32_t)pitch * 2, (uint32_t)(hi - lo), (uint32_t)row_bytes, sums + 2 * lo);
+}
+
+/* odl_units_t for rows of a transposed matrix (step 1) that also writes each row's sum in FP16 to
+ * sums[r] for the rows r < nsum (a bias gradient whose rows see every pixel in one tile), summed in the
+ * order of the row's K-pairs. */
+static inline void odl_units_ts(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
+                                int c0, f16 *sums, int nsum) {
+  int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
+  int u = pi_core_id() - c0;
+  if (u < 0) u += nc;
+  for (; u < nu; u += nc) {
+    const uint16_t *e = tab + 4 * u;
+    int r = e[0], two = e[1] == 2;
+    uint32_t *d = dst + e[2], *d1 = d + gap;
+    if (two && r + 1 < valid) {
+      uint32_t s0 = 0, s1 = 0;
+      if (kp) {
+        uint64_t s = odl_packc2s(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, 4);
+        s0 = (uint32_t)s;
+        s1 = (uint32_t)(s >> 32);
+      }
+      if (kdim & 1) {
+        uint32_t w = *(const uint32_t *)(src + (kdim - 1) * pitch + r);
+        d[kp] = w & 0xffffu;
+        d1[kp] = w >> 16;
+        s0 = pulp_vfdotpex_s_h(s0, d[kp], 0x3c003c00u);
+        s1 = pulp_vfdotpex_s_h(s1, d1[kp], 0x3c003c00u);
+      }
+      if (r < nsum) sums[r] = (f16)pulp_vfcpka_h_s(s0, 0);
+      if (r + 1 < nsum) sums[r + 1] = (f16)pulp_vfcpka_h_s(s1, 0);
+      continue;
+    }
+    for (int q = 0; q <= two; q++) {
+      uint32_t *dq = q ? d1 : d, s = 0;
+      for (int kk = 0; kk < k2; kk++) {
+        int k0 = 2 * kk, c = r + q;
+        uint32_t lo = c < valid ? src[k0 * pitch + c] : 0, hi = c < valid && k0 + 1 < kdim ? src[(k0 + 1) * pitch + c] : 0;
+        dq[kk] = lo | hi << 16;
+        s = pulp_vfdotpex_s_h(s, dq[kk], 0x3c003c00u);
+      }
+      if (r + q < nsum) sums[r + q] = (f16)pulp_vfcpka_h_s(s, 0);
+    }
   }
 }
 
