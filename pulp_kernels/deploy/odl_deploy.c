@@ -720,6 +720,26 @@ void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, in
     }
   }
 }
+/* A whole weight gradient that fits L1 as one tile, in one fork: dW[m][n] = dY^T X over kdim samples
+ * (dY [kdim][m] rows dyp halves apart, X [kdim][n] rows xp apart, both in L1), its bias gradient
+ * db[m] = the column sums of dY. The panels of both operands are packed together (one barrier), the
+ * last core sums the bias gradient meanwhile (FP32, rounded once), then the product. One fork and
+ * little code: a stage this small is mostly forks, barriers and instruction fetches. */
+void odl_lib_wg1(const f16 *dy, int dyp, const f16 *x, int xp, int m, int n, int kdim, uint32_t *apan,
+                 uint32_t *bpan, f16 *out, int op, f16 *db) {
+  odl_lib_pack_cols(apan, dy, m, (m + 3) / 4, kdim, dyp);
+  odl_lib_pack_cols(bpan, x, n, (n + 3) / 4, kdim, xp);
+  if (db && pi_core_id() == pi_cl_team_nb_cores() - 1) {
+    for (int c = 0; c < m; c++) {
+      float s = 0.0f;
+      for (int r = 0; r < kdim; r++) s += odl_h2f(dy[r * dyp + c]);
+      db[c] = odl_f2h(s);
+    }
+    if (m & 1) db[m] = 0;
+  }
+  pi_cl_team_barrier();
+  odl_lib_matmul(apan, bpan, m, n, (kdim + 1) / 2, out, op, 0, 1);
+}
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }
 void odl_lib_zero_f32(float *p, int n) { odl_zero_f32(p, n); }
 void odl_lib_widen(float *dst, const f16 *src, int n) { odl_widen(dst, src, n); }
