@@ -167,6 +167,20 @@ def test_stage_programs_match_numpy(stage):
 
 
 @needs_clang
+@pytest.mark.parametrize("net", ["phinet", "mobilenetv2"])
+def test_one_tile_weight_gradient_runs_in_one_fork(net):
+    """A classifier's weight gradient over a chunk of L2 tensors is one tile: one fork (odl_lib_wg1),
+    its odd column count's pad included, checked against NumPy; with tensors in HyperRAM it streams."""
+    job = _job(runner.Point(net, "cifar10", 1, 1.0, "paper"), "classifier.wg")
+    prog = job.program()[3]
+    assert "odl_lib_wg1" in prog.c and prog.c.count("odl_run(") == 1
+    row = job.run()
+    assert row["ok"], row["outputs"]
+    streamed = _job(runner.Point(net, "cifar10", 1, 1.0, "paper", "method"), "classifier.wg").program()[3]
+    assert "odl_lib_wg1" not in streamed.c
+
+
+@needs_clang
 def test_streaming_from_external_memory():
     """A step whose tensors do not fit L2 streams them: uDMA into L2 slabs, cluster DMA into L1."""
     pt = runner.Point("mobilenetv2", "cifar10", 4, 0.7, "paper", "method")
