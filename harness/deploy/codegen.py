@@ -493,7 +493,7 @@ class Gen:
         # one tile of L2 tensors written whole (a classifier's gradient over a chunk): one fork, no streams
         # (whole 4-column blocks within the rows' pitch, sample pairs)
         single = (not ext and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
-                  and p % 2 == 0 and n % 4 != 1)
+                  and p % 2 == 0 and r4(n) <= cp(n))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
