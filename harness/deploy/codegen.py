@@ -7,6 +7,7 @@ address in an external memory, plus the chunk's first sample for tensors that ho
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -18,6 +19,7 @@ from harness.deploy.graph import Stage, Step
 from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
+from harness.kernels.mmplan import Side, Tile, kernels_asm, prototypes
 from harness.kernels.spec import cp
 from harness.platform import Platform
 
@@ -39,6 +41,17 @@ def r4(n: int) -> int:
 
 def a16(n: int) -> int:
     return (max(4, n) + 15) // 16 * 16
+
+
+def _asm_lines(asm: str, section: str) -> list[str]:
+    """Generated assembly as the lines of a file-scope asm statement of a stage, in the stage's own
+    section (the same cache sets alone and in the step)."""
+    out = []
+    for line in asm.splitlines():
+        if line.strip().startswith(".section"):
+            line = f'    .section {section}, "ax"'
+        out.append(line.replace("\\", "\\\\").replace('"', '\\"'))
+    return out
 
 
 class _NS(dict):
@@ -494,11 +507,30 @@ class Gen:
         # (whole 4-column blocks within the rows' pitch, sample pairs)
         single = (not ext and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
                   and p % 2 == 0 and r4(n) <= cp(n))
+        mm = _NS()
+        if single:
+            # register blocks of 5 (or 4) dY columns by 4 X columns (harness/kernels/mmplan.py)
+            tile = Tile(k2=p // 2, a=Side(rows=m), b=Side(rows=cp(n)), c_pitch=cp(n) * 2, cores=self.cores)
+            atab, r0, off = [], 0, 0
+            for h in tile.blocks_a:
+                atab += [r0, h, off]
+                r0 += h
+                off += h * (p // 2)
+            # the micro-kernels named after the stage: a whole step's stages may share a shape
+            own = {k.name: f"{fn}_{k.name}" for k in tile.kernels}
+
+            def mine(text: str) -> str:
+                return re.sub(r"\b(" + "|".join(map(re.escape, own)) + r")\b", lambda mt: own[mt.group(1)], text)
+            mm = _NS(table=mine(tile.table(f"{fn}_mm")).replace("ODL_TABLE", "PI_L1_DATA"),
+                     call=tile.call(f"{fn}_mm", f"{fn}_L1({lay.bufs.apan})", f"{fn}_L1({lay.bufs.bpan})",
+                                    f"{fn}_L1({lay.bufs.out})"),
+                     atab=", ".join(map(str, atab)), na=len(tile.blocks_a), protos=mine(prototypes([tile])),
+                     asm=_asm_lines(mine(kernels_asm([tile])), f".text.odl_stage.{fn}"))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
                    streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate,
-                   single=single)
+                   single=single, mm=mm)
 
     # -- depthwise ---------------------------------------------------------------------------
     def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:

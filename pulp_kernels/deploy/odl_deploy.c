@@ -611,11 +611,7 @@ void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int 
 /* The transpose of S[kdim][rows] into 4-row panels (as odl_pack_cols), two columns of S at a time:
  * one word of two adjacent columns from each of two rows of S gives a panel word of each column. */
 void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch) {
-  odl_lib_pack_cols_from(dst, src, rows, blocks, kdim, pitch, pi_core_id(), pi_cl_team_nb_cores());
-}
-/* The same for blocks b, b + nc, ... */
-void odl_lib_pack_cols_from(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch, int b, int nc) {
-  int k2 = (kdim + 1) / 2;
+  int k2 = (kdim + 1) / 2, nc = pi_cl_team_nb_cores(), b = pi_core_id();
   /* Blocks dealt round-robin: neighbouring cores read neighbouring words of each row of S, in
    * different TCDM banks. Contiguous ranges would put every core in the same bank whenever a range's
    * width is a multiple of the bank stride. Whole word-aligned blocks of an even K take the short way. */
@@ -724,54 +720,52 @@ void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, in
     }
   }
 }
-/* A whole weight gradient that fits L1 as one tile, in one fork: dW[m][n] = dY^T X over kdim samples
- * (kdim even; dY [kdim][m] rows dyp halves apart, X [kdim][n] rows xp apart, both in L1, xp >= the
- * columns of whole 4-column blocks), its bias gradient db[m] = the column sums of dY. X may still be
- * arriving when the fork starts (`xin`, the master's transfer: core 0 waits for it and returns the
- * cycles it waited). The panels of both operands are dealt round-robin, X's first (dY's few land on
- * the cores with one X panel less); a dY panel's rows past m read what follows them in L1, and what
- * they give lands in rows of `out` past m, never read. Then the product in whole 4x4 blocks
- * (contiguous ranges, one row micro-kernel call per stretch), then the bias gradient from the dY
- * panels (vfdotpex with {1, 1}, FP32, rounded once). One fork and little code: a stage this small
- * is mostly forks, barriers and instruction fetches (every line of code run once costs a refill). */
-uint32_t odl_lib_wg1(const f16 *dy, int dyp, const f16 *x, int xp, int m, int n, int kdim, uint32_t *apan,
-                     uint32_t *bpan, f16 *out, int op, f16 *db, odl_dma_t *xin) {
-  int nc = pi_cl_team_nb_cores(), id = pi_core_id(), k2 = kdim / 2, mb = (m + 3) / 4, nb = (n + 3) / 4, lo, hi;
+/* The operands of a whole weight gradient that fits L1 as one tile, packed in one fork, and its bias
+ * gradient: dW[m][n] = dY^T X over kdim samples (kdim even; dY [kdim][m] rows dyp halves apart, X
+ * [kdim][n] rows xp apart, both in L1, xp a multiple of 4) as panels for register blocks
+ * (harness/kernels/mmplan.py): X's in 4-column panels (the transposing pair packer), dY's in the
+ * panels `atab` lists (first column, columns, word offset each: blocks of 5 and 4); db[c] = the sum
+ * of dY's column c as it is packed (vfdotpex with {1, 1}, FP32, rounded once; db 0: none). X may
+ * still be arriving when the fork starts (`xin`, the master's transfer: core 0 waits for it and
+ * returns the cycles it waited); the other cores pack dY's columns and sum them meanwhile, from the
+ * last core down, then every core packs X's panels. */
+uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
+                          uint32_t *bpan, const uint16_t *atab, int na, f16 *db, odl_dma_t *xin) {
+  int nc = pi_cl_team_nb_cores(), id = pi_core_id(), k2 = kdim / 2, nb = xp / 4;
   uint32_t waited = 0;
   if (id == 0 && xin) {
     uint32_t t0 = pulp_mcycle();
     odl_dma_wait_quiet(xin);
     waited = pulp_mcycle() - t0;
   }
-  pi_cl_team_barrier();
-  for (int t = id; t < nb + mb; t += nc) {
-    int a = t >= nb, b = a ? t - nb : t;
-    uint32_t *d = (a ? apan : bpan) + b * k2 * 4;
-    const f16 *src = (a ? dy : x) + 4 * b;
-    uint32_t pb = (uint32_t)(a ? dyp : xp) * 2;
-    odl_packk2(d, src, (uint32_t)k2, pb);
-    odl_packk2(d + 2, src + 2, (uint32_t)k2, pb);
-  }
-  pi_cl_team_barrier();
-  odl_chunk(mb * nb, &lo, &hi);
-  while (lo < hi) {
-    int bm = lo / nb, bn = lo % nb, cnt = nb - bn < hi - lo ? nb - bn : hi - lo;
-    odl_mm4x4_run(apan + bm * k2 * 4, bpan + bn * k2 * 4, (uint32_t)k2, out + 4 * bm * op + 4 * bn, (uint32_t)op * 2,
-                  (uint32_t)cnt);
-    lo += cnt;
-  }
-  if (db) {
-    odl_chunk(m, &lo, &hi);
-    for (int c = lo; c < hi; c++) {
-      const uint32_t *w = apan + (c / 4) * k2 * 4 + (c % 4);
-      uint32_t s = 0;
-      for (int kk = 0; kk < k2; kk++) s = pulp_vfdotpex_s_h(s, w[kk * 4], 0x3c003c00u);
+  int helpers = xin ? nc - 1 : nc;
+  for (int c = nc - 1 - id; id >= nc - helpers && c < m; c += helpers) {   /* a column of dY each */
+    int p = 0;
+    while (p + 1 < na && atab[3 * (p + 1)] <= c) p++;
+    int h = atab[3 * p + 1];
+    uint32_t *d = apan + atab[3 * p + 2] + (c - atab[3 * p]);
+    const f16 *col = dy + c;
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
+      uint32_t w = col[0] | ((uint32_t)col[dyp] << 16);
+      d[kk * h] = w;
+      s = pulp_vfdotpex_s_h(s, w, 0x3c003c00u);
+    }
+    if (db) {
       float f;
       __builtin_memcpy(&f, &s, 4);
       db[c] = odl_f2h(f);
     }
-    if ((m & 1) && id == 0) db[m] = 0;
   }
+  if (db && (m & 1) && id == nc - 1) db[m] = 0;
+  pi_cl_team_barrier();
+  uint32_t xb = (uint32_t)xp * 2;
+  for (int t = id; t < nb; t += nc) {
+    uint32_t *d = bpan + t * k2 * 4;
+    odl_packk2(d, x + 4 * t, (uint32_t)k2, xb);
+    odl_packk2(d + 2, x + 4 * t + 2, (uint32_t)k2, xb);
+  }
+  pi_cl_team_barrier();
   return waited;
 }
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }

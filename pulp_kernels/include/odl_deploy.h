@@ -136,11 +136,10 @@ void odl_mean_rows(f16 *dst, int dp, const float *src, int sp, int rows, int n, 
 /* the building blocks of odl_kernels.h, through one copy each */
 void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch);
 void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch);
-void odl_lib_pack_cols_from(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch, int b, int nc);
 void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
                     int m_pad);
-uint32_t odl_lib_wg1(const f16 *dy, int dyp, const f16 *x, int xp, int m, int n, int kdim, uint32_t *apan,
-                     uint32_t *bpan, f16 *out, int op, f16 *db, odl_dma_t *xin);
+uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
+                          uint32_t *bpan, const uint16_t *atab, int na, f16 *db, odl_dma_t *xin);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp);
 void odl_lib_zero_f32(float *p, int n);
