@@ -727,19 +727,13 @@ void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, in
  * panels `atab` lists (first column, columns, word offset each: blocks of 5 and 4); db[c] = the sum
  * of dY's column c as it is packed (vfdotpex with {1, 1}, FP32, rounded once; db 0: none). X may
  * still be arriving when the fork starts (`xin`, the master's transfer: core 0 waits for it and
- * returns the cycles it waited); the other cores pack dY's columns and sum them meanwhile, from the
- * last core down, then every core packs X's panels. */
+ * returns the cycles it waited) after its share of dY's columns, which every core packs and sums from
+ * the last core down; then every core packs X's panels. */
 uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
                           uint32_t *bpan, const uint16_t *atab, int na, f16 *db, odl_dma_t *xin) {
   int nc = pi_cl_team_nb_cores(), id = pi_core_id(), k2 = kdim / 2, nb = xp / 4;
   uint32_t waited = 0;
-  if (id == 0 && xin) {
-    uint32_t t0 = pulp_mcycle();
-    odl_dma_wait_quiet(xin);
-    waited = pulp_mcycle() - t0;
-  }
-  int helpers = xin ? nc - 1 : nc;
-  for (int c = nc - 1 - id; id >= nc - helpers && c < m; c += helpers) {   /* a column of dY each */
+  for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
     int p = 0;
     while (p + 1 < na && atab[3 * (p + 1)] <= c) p++;
     int h = atab[3 * p + 1];
@@ -758,6 +752,11 @@ uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, i
     }
   }
   if (db && (m & 1) && id == nc - 1) db[m] = 0;
+  if (id == 0 && xin) {
+    uint32_t t0 = pulp_mcycle();
+    odl_dma_wait_quiet(xin);
+    waited = pulp_mcycle() - t0;
+  }
   pi_cl_team_barrier();
   uint32_t xb = (uint32_t)xp * 2;
   for (int t = id; t < nb; t += nc) {
