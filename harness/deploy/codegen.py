@@ -511,10 +511,10 @@ class Gen:
         if single:
             # register blocks of 5 (or 4) dY columns by 4 X columns (harness/kernels/mmplan.py)
             tile = Tile(k2=p // 2, a=Side(rows=m), b=Side(rows=cp(n)), c_pitch=cp(n) * 2, cores=self.cores)
-            atab, r0, off = [], 0, 0
+            ctab, off = [], 0     # each dY column: the word offset of its first panel word, its panel's columns
             for h in tile.blocks_a:
-                atab += [r0, h, off]
-                r0 += h
+                for i in range(h):
+                    ctab += [off + i, h]
                 off += h * (p // 2)
             # the micro-kernels named after the stage: a whole step's stages may share a shape
             own = {k.name: f"{fn}_{k.name}" for k in tile.kernels}
@@ -524,13 +524,13 @@ class Gen:
             mm = _NS(table=mine(tile.table(f"{fn}_mm")).replace("ODL_TABLE", "PI_L1_DATA"),
                      call=tile.call(f"{fn}_mm", f"{fn}_L1({lay.bufs.apan})", f"{fn}_L1({lay.bufs.bpan})",
                                     f"{fn}_L1({lay.bufs.out})"),
-                     atab=", ".join(map(str, atab)), na=len(tile.blocks_a), protos=mine(prototypes([tile])),
+                     ctab=", ".join(map(str, ctab)), protos=mine(prototypes([tile])),
                      asm=_asm_lines(mine(kernels_asm([tile])), f".text.odl_stage.{fn}"))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
                    streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate,
-                   single=single, mm=mm)
+                   single=single, mm=mm, cores=self.cores)
 
     # -- depthwise ---------------------------------------------------------------------------
     def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:

@@ -730,14 +730,12 @@ void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, in
  * returns the cycles it waited) after its share of dY's columns, which every core packs and sums from
  * the last core down; then every core packs X's panels. */
 uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
-                          uint32_t *bpan, const uint16_t *atab, int na, f16 *db, odl_dma_t *xin) {
-  int nc = pi_cl_team_nb_cores(), id = pi_core_id(), k2 = kdim / 2, nb = xp / 4;
+                          uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin) {
+  int id = pi_core_id(), k2 = kdim / 2, nb = xp / 4;
   uint32_t waited = 0;
   for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
-    int p = 0;
-    while (p + 1 < na && atab[3 * (p + 1)] <= c) p++;
-    int h = atab[3 * p + 1];
-    uint32_t *d = apan + atab[3 * p + 2] + (c - atab[3 * p]);
+    int h = ctab[2 * c + 1];
+    uint32_t *d = apan + ctab[2 * c];
     const f16 *col = dy + c;
     uint32_t s = 0;
     for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
@@ -759,7 +757,7 @@ uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, i
   }
   pi_cl_team_barrier();
   uint32_t xb = (uint32_t)xp * 2;
-  for (int t = id; t < nb; t += nc) {
+  for (int t = id; t < nb; t += nc) {   /* nc: the cores of the team */
     uint32_t *d = bpan + t * k2 * 4;
     odl_packk2(d, x + 4 * t, (uint32_t)k2, xb);
     odl_packk2(d + 2, x + 4 * t + 2, (uint32_t)k2, xb);

@@ -139,7 +139,7 @@ void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int 
 void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
                     int m_pad);
 uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
-                          uint32_t *bpan, const uint16_t *atab, int na, f16 *db, odl_dma_t *xin);
+                          uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp);
 void odl_lib_zero_f32(float *p, int n);
