@@ -521,11 +521,17 @@ class Gen:
 
             def mine(text: str) -> str:
                 return re.sub(r"\b(" + "|".join(map(re.escape, own)) + r")\b", lambda mt: own[mt.group(1)], text)
-            mm = _NS(table=mine(tile.table(f"{fn}_mm")).replace("ODL_TABLE", "PI_L1_DATA"),
-                     call=tile.call(f"{fn}_mm", f"{fn}_L1({lay.bufs.apan})", f"{fn}_L1({lay.bufs.bpan})",
-                                    f"{fn}_L1({lay.bufs.out})"),
-                     ctab=", ".join(map(str, ctab)), protos=mine(prototypes([tile])),
-                     asm=_asm_lines(mine(kernels_asm([tile])), f".text.odl_stage.{fn}"))
+            # the run table and the column table: constants in L2, brought to L1 with dY
+            tabs = (4 * len(tile.kernels) + 20 * len(tile.runs) + 2 * len(tile.first) + 4 * m + 3) // 4 * 4
+            if lay.off + a16(tabs) > self.budget:
+                single = False
+            else:
+                lay.add("tabs", tabs)
+                runs = ", ".join("{%d, %d, %d, %d, %d, %d}" % r for r in tile.runs)
+                mm = _NS(fns=", ".join(own[k.name] for k in tile.kernels), nfn=len(tile.kernels), runs=runs,
+                         nruns=len(tile.runs), first=", ".join(map(str, tile.first)), nfirst=len(tile.first),
+                         ctab=", ".join(map(str, ctab)), nctab=len(ctab), protos=mine(prototypes([tile])),
+                         asm=_asm_lines(mine(kernels_asm([tile])), f".text.odl_stage.{fn}"))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
