@@ -43,14 +43,18 @@ def a16(n: int) -> int:
     return (max(4, n) + 15) // 16 * 16
 
 
-def _asm_lines(asm: str, section: str) -> list[str]:
-    """Generated assembly as the lines of a file-scope asm statement of a stage, in the stage's own
-    section (the same cache sets alone and in the step)."""
-    out = []
+def _naked_bodies(asm: str, names) -> dict[str, list[str]]:
+    """Generated assembly routines as the bodies of naked C functions (name -> quoted lines): functions
+    of the stage's own translation unit, so they follow its code in its section (the same cache sets
+    alone and in the step) instead of preceding it as file-scope assembly would."""
+    out, name = {}, None
     for line in asm.splitlines():
-        if line.strip().startswith(".section"):
-            line = f'    .section {section}, "ax"'
-        out.append(line.replace("\\", "\\\\").replace('"', '\\"'))
+        t = line.strip()
+        if t.endswith(":") and t[:-1] in names:
+            name = t[:-1]
+            out[name] = []
+        elif name and not t.startswith((".size", ".section", ".globl", ".type", ".balign")) and t:
+            out[name].append(line.replace("\\", "\\\\").replace('"', '\\"'))
     return out
 
 
@@ -531,7 +535,7 @@ class Gen:
                 mm = _NS(fns=", ".join(own[k.name] for k in tile.kernels), nfn=len(tile.kernels), runs=runs,
                          nruns=len(tile.runs), first=", ".join(map(str, tile.first)), nfirst=len(tile.first),
                          ctab=", ".join(map(str, ctab)), nctab=len(ctab), protos=mine(prototypes([tile])),
-                         asm=_asm_lines(mine(kernels_asm([tile])), f".text.odl_stage.{fn}"))
+                         naked=_naked_bodies(mine(kernels_asm([tile])), set(own.values())))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
