@@ -19,7 +19,8 @@ from harness.deploy.graph import Stage, Step
 from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
-from harness.kernels.mmplan import Side, Tile, kernels_asm, prototypes
+from harness.kernels.mmblock import Block, block_asm
+from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
 from harness.kernels.spec import cp
 from harness.platform import Platform
 
@@ -27,6 +28,7 @@ TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 
 
 @lru_cache(maxsize=None)
@@ -512,6 +514,34 @@ class Gen:
         single = (not ext and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
                   and p % 2 == 0 and r4(n) <= cp(n))
         mm = _NS()
+        # the same with X and the results in HyperRAM (whole rows through L2 slabs, X in chunks of sample
+        # pairs, the first rows of the result leaving while the rest are computed)
+        homes = {k: self.plan.home(v).memory for k, v in names.items()}
+        x_rows = p * cp(n) * 2
+        single_x = (ext and homes["A"] == "l2" and all(homes.get(k, "l2") in ("l2", "hyperram") for k in ("Xs", "Dw", "Db"))
+                    and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
+                    and p % (2 * WG1X_CHUNKS) == 0 and r4(n) <= cp(n) and t.xs.pitch == cp(n) == t.dw.pitch
+                    and x_rows + m * cp(n) * 2 + 64 <= scratch_bytes(self.plat))
+        if single_x:
+            sizes = free_blocks(m)
+            hb, hs = sizes[0], sizes[-1]
+            blocks = [Block(m=h, n=4, k2=p // 2, a_pitch=0, b_pitch=0, b_step=16 * (p // 2), c_pitch=cp(n) * 2)
+                      for h in dict.fromkeys((hb, hs))]
+            own = {b.name: f"{fn}_{b.name}" for b in blocks}
+            asm = "\n".join(line for b in blocks for line in block_asm(b))
+            for old_name, new_name in own.items():
+                asm = re.sub(rf"\b{old_name}\b", new_name, asm)
+            slab = self.plan.scratch
+            l2 = {k: (f"((uint32_t)odl_arena + {at}u)" if homes.get(k) == "hyperram" else t[k.lower() if k != "Db" else k].addr)
+                  for k, at in (("Xs", slab), ("Dw", slab + x_rows), ("Db", slab + x_rows + m * cp(n) * 2)) if k in homes}
+            mm = _NS(hb=hb, nbig=sizes.count(hb), hs=hs, kb=own[blocks[0].name], ks=own[blocks[-1].name],
+                     protos="\n".join(f"void {k}(const void *, const void *, void *, uint32_t, const void *);"
+                                      for k in own.values()),
+                     naked=_naked_bodies(asm, set(own.values())), chunks=WG1X_CHUNKS,
+                     x_l2=l2["Xs"], dw_l2=l2["Dw"], db_l2=l2.get("Db", "0"),
+                     x_ram=t.xs.addr if homes["Xs"] == "hyperram" else "~0u",
+                     dw_ram=t.dw.addr if homes["Dw"] == "hyperram" else "~0u",
+                     db_ram=(t.Db.addr if homes.get("Db") == "hyperram" else "~0u") if bias else "~0u")
         if single:
             # register blocks of 5 (or 4) dY columns by 4 X columns (harness/kernels/mmplan.py)
             tile = Tile(k2=p // 2, a=Side(rows=m), b=Side(rows=cp(n)), c_pitch=cp(n) * 2, cores=self.cores)
@@ -540,7 +570,7 @@ class Gen:
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
                    streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate,
-                   single=single, mm=mm, cores=self.cores)
+                   single=single, single_x=single_x, mm=mm, cores=self.cores)
 
     # -- depthwise ---------------------------------------------------------------------------
     def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:

@@ -765,6 +765,88 @@ uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, i
   pi_cl_team_barrier();
   return waited;
 }
+/* odl_lib_wg1 when X, the weight gradient or the bias gradient lives in HyperRAM (T: odl_wg1x_t). The
+ * master starts X's reads in `chunks` chunks of rows before the fork; in it every core packs
+ * and sums dY's columns, then each chunk of X, as core 0 brings it from its slab, adds its sample
+ * pairs to X's panels; the product runs in two parts, the first block of dY columns and then the
+ * rest, each over all cores, and after each core 0 moves its rows of the weight gradient to their
+ * slab and starts their write (and the bias gradient's after the first), so the first rows' write
+ * overlaps the second part. Core 0 adds what it waited for to ext_wait and dma_wait. */
+static inline void odl_wg1x_blocks(odl_wg1x_t *T, int a0, int a1, int nb, int k2) {
+  int lo, hi, big = T->hb * T->nbig;
+  odl_chunk((a1 - a0) * nb, &lo, &hi);
+  lo += a0 * nb;
+  hi += a0 * nb;
+  while (lo < hi) {
+    int ia = lo / nb, ib = lo - ia * nb, cnt = nb - ib < hi - lo ? nb - ib : hi - lo;
+    int row0 = ia < T->nbig ? ia * T->hb : big + (ia - T->nbig) * T->hs;
+    (ia < T->nbig ? T->kb : T->ks)(T->apan + row0 * k2, T->bpan + ib * k2 * 4, T->out + row0 * T->xp + 4 * ib,
+                                   (uint32_t)cnt, 0);
+    lo += cnt;
+  }
+}
+static inline void odl_wg1x_out(odl_wg1x_t *T, uint32_t l2, uint32_t ram, const void *l1, uint32_t bytes,
+                                pi_task_t *task) {
+  uint32_t t0 = pulp_mcycle();
+  odl_dma_1d(&T->dma, l2, (uint32_t)l1, bytes, PI_CL_DMA_DIR_LOC2EXT);
+  odl_dma_wait_quiet(&T->dma);
+  T->dma_wait += pulp_mcycle() - t0;
+  if (ram != ~0u) pi_ram_write_async(&odl_ram_dev, ram, (void *)l2, bytes, task);
+}
+void odl_lib_wg1x(void *arg) {
+  odl_wg1x_t *T = arg;
+  int id = pi_core_id(), nc = T->nc, k2 = T->kdim / 2, nb = T->xp / 4, m = T->m, dyp = T->dyp;
+  int hb = T->hb, hs = T->hs, big = hb * T->nbig, na = T->nbig + (m - big) / hs;
+  for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
+    int h = c < big ? hb : hs, r = c < big ? c : c - big, j = r % h;
+    uint32_t *d = T->apan + (c - j) * k2 + j;
+    const f16 *col = T->dy + c;
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
+      uint32_t w = col[0] | ((uint32_t)col[dyp] << 16);
+      d[kk * h] = w;
+      s = pulp_vfdotpex_s_h(s, w, 0x3c003c00u);
+    }
+    if (T->db) {
+      float f;
+      __builtin_memcpy(&f, &s, 4);
+      T->db[c] = odl_f2h(f);
+    }
+  }
+  if (T->db && (m & 1) && id == nc - 1) T->db[m] = 0;
+  int rows = T->kdim / T->chunks;
+  uint32_t rb = (uint32_t)T->xp * 2;
+  for (int ch = 0; ch < T->chunks; ch++) {
+    f16 *xc = T->x + ch * rows * T->xp;
+    if (id == 0) {
+      uint32_t t0 = pulp_mcycle();
+      if (T->x_ram != ~0u) pi_task_wait_on(&T->rd[ch]);
+      uint32_t t1 = pulp_mcycle();
+      odl_dma_1d(&T->dma, T->x_l2 + ch * rows * rb, (uint32_t)xc, rows * rb, PI_CL_DMA_DIR_EXT2LOC);
+      odl_dma_wait_quiet(&T->dma);
+      T->ext_wait += t1 - t0;
+      T->dma_wait += pulp_mcycle() - t1;
+    }
+    pi_cl_team_barrier();
+    for (int t = id; t < nb; t += nc) {
+      uint32_t *d = T->bpan + t * k2 * 4 + ch * (rows / 2) * 4;
+      odl_packk2(d, xc + 4 * t, (uint32_t)(rows / 2), rb);
+      odl_packk2(d + 2, xc + 4 * t + 2, (uint32_t)(rows / 2), rb);
+    }
+  }
+  pi_cl_team_barrier();
+  int h0 = hb;   /* the first block of dY columns */
+  for (int part = 0; part < 2; part++) {
+    odl_wg1x_blocks(T, part ? 1 : 0, part ? na : 1, nb, k2);
+    pi_cl_team_barrier();
+    int r0 = part ? h0 : 0, r1 = part ? m : h0;
+    if (id == 0 && r1 > r0)
+      odl_wg1x_out(T, T->dw_l2 + r0 * rb, T->dw_ram == ~0u ? ~0u : T->dw_ram + r0 * rb, T->out + r0 * T->xp,
+                   (r1 - r0) * rb, &T->wr[part]);
+    if (id == 0 && !part && T->db)
+      odl_wg1x_out(T, T->db_l2, T->db_ram, T->db, (uint32_t)(m + (m & 1)) * 2, &T->wr[2]);
+  }
+}
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }
 void odl_lib_zero_f32(float *p, int n) { odl_zero_f32(p, n); }
 void odl_lib_widen(float *dst, const f16 *src, int n) { odl_widen(dst, src, n); }

@@ -140,6 +140,21 @@ void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2
                     int m_pad);
 uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
                           uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin);
+/* A one-tile weight gradient whose X, weight or bias gradient lives in HyperRAM (odl_lib_wg1x, forked
+ * with one of these, on the master's stack): its operands in L1, X's rows and the results' in L2 slabs
+ * (or their L2 homes), the micro-kernels of its blocks, and what the fork waited for. */
+typedef struct {
+  const f16 *dy;
+  f16 *x, *out, *db;
+  uint32_t *apan, *bpan;
+  odl_mm_fn kb, ks;               /* blocks of hb and of hs dY columns by 4 X columns */
+  uint32_t x_l2, x_ram, dw_l2, dw_ram, db_l2, db_ram;   /* *_ram: ~0u when the tensor is in L2 */
+  pi_task_t *rd, wr[3];           /* X's reads, one a chunk; the results' writes */
+  odl_dma_t dma;
+  uint32_t ext_wait, dma_wait;
+  int16_t dyp, xp, m, kdim, nc, hb, nbig, hs, chunks;
+} odl_wg1x_t;
+void odl_lib_wg1x(void *arg);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp);
 void odl_lib_zero_f32(float *p, int n);
