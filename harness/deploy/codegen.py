@@ -523,10 +523,13 @@ class Gen:
                     and p % (2 * WG1X_CHUNKS) == 0 and r4(n) <= cp(n) and t.xs.pitch == cp(n) == t.dw.pitch
                     and x_rows + m * cp(n) * 2 + 64 <= scratch_bytes(self.plat))
         if single_x:
-            sizes = free_blocks(m)
-            hb, hs = sizes[0], sizes[-1]
+            # a small first block of dY columns, so that the writes (slower than the product) start early
+            h0 = min(2, m)
+            rest = free_blocks(m - h0) if m > h0 else []
+            hb, hs = (rest[0], rest[-1]) if rest else (h0, h0)
             blocks = [Block(m=h, n=4, k2=p // 2, a_pitch=0, b_pitch=0, b_step=16 * (p // 2), c_pitch=cp(n) * 2)
-                      for h in dict.fromkeys((hb, hs))]
+                      for h in dict.fromkeys((h0, hb, hs))]
+            kern = {b.m: f"{fn}_{b.name}" for b in blocks}
             own = {b.name: f"{fn}_{b.name}" for b in blocks}
             asm = "\n".join(line for b in blocks for line in block_asm(b))
             for old_name, new_name in own.items():
@@ -534,7 +537,7 @@ class Gen:
             slab = self.plan.scratch
             l2 = {k: (f"((uint32_t)odl_arena + {at}u)" if homes.get(k) == "hyperram" else t[k.lower() if k != "Db" else k].addr)
                   for k, at in (("Xs", slab), ("Dw", slab + x_rows), ("Db", slab + x_rows + m * cp(n) * 2)) if k in homes}
-            mm = _NS(hb=hb, nbig=sizes.count(hb), hs=hs, kb=own[blocks[0].name], ks=own[blocks[-1].name],
+            mm = _NS(h0=h0, hb=hb, nbig=rest.count(hb), hs=hs, k0=kern[h0], kb=kern[hb], ks=kern[hs],
                      protos="\n".join(f"void {k}(const void *, const void *, void *, uint32_t, const void *);"
                                       for k in own.values()),
                      naked=_naked_bodies(asm, set(own.values())), chunks=WG1X_CHUNKS,
