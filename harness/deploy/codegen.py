@@ -29,6 +29,7 @@ HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
+WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 
 
 @lru_cache(maxsize=None)
@@ -523,13 +524,15 @@ class Gen:
                     and p % (2 * WG1X_CHUNKS) == 0 and r4(n) <= cp(n) and t.xs.pitch == cp(n) == t.dw.pitch
                     and x_rows + m * cp(n) * 2 + 64 <= scratch_bytes(self.plat))
         if single_x:
-            # a small first block of dY columns, so that the writes (slower than the product) start early
-            h0 = min(2, m)
-            rest = free_blocks(m - h0) if m > h0 else []
-            hb, hs = (rest[0], rest[-1]) if rest else (h0, h0)
-            blocks = [Block(m=h, n=4, k2=p // 2, a_pitch=0, b_pitch=0, b_step=16 * (p // 2), c_pitch=cp(n) * 2)
-                      for h in dict.fromkeys((h0, hb, hs))]
+            # blocks of 2 dY columns (4 past 16 columns), at most WG1X_PARTS parts of whole blocks: the writes
+            # (slower than the product) start after a small part and follow each other
+            h = 2 if m <= 16 else 4
+            na = -(-m // h)
+            g = -(-na // WG1X_PARTS)
+            blocks = [Block(m=hh, n=4, k2=p // 2, a_pitch=0, b_pitch=0, b_step=16 * (p // 2), c_pitch=cp(n) * 2)
+                      for hh in dict.fromkeys((h, m % h or h))]
             kern = {b.m: f"{fn}_{b.name}" for b in blocks}
+            parts = -(-na // g)
             own = {b.name: f"{fn}_{b.name}" for b in blocks}
             asm = "\n".join(line for b in blocks for line in block_asm(b))
             for old_name, new_name in own.items():
@@ -537,7 +540,7 @@ class Gen:
             slab = self.plan.scratch
             l2 = {k: (f"((uint32_t)odl_arena + {at}u)" if homes.get(k) == "hyperram" else t[k.lower() if k != "Db" else k].addr)
                   for k, at in (("Xs", slab), ("Dw", slab + x_rows), ("Db", slab + x_rows + m * cp(n) * 2)) if k in homes}
-            mm = _NS(h0=h0, hb=hb, nbig=rest.count(hb), hs=hs, k0=kern[h0], kb=kern[hb], ks=kern[hs],
+            mm = _NS(h=h, g=g, parts=parts, kh=kern[h], kr=kern[m % h or h],
                      protos="\n".join(f"void {k}(const void *, const void *, void *, uint32_t, const void *);"
                                       for k in own.values()),
                      naked=_naked_bodies(asm, set(own.values())), chunks=WG1X_CHUNKS,

@@ -768,17 +768,11 @@ uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, i
 /* odl_lib_wg1 when X, the weight gradient or the bias gradient lives in HyperRAM (T: odl_wg1x_t). The
  * master starts X's reads in `chunks` chunks of rows before the fork; in it every core packs and sums
  * dY's columns, then each chunk of X, as core 0 brings it from its slab, adds its sample pairs to X's
- * panels. dY's columns are in blocks: a small first one (h0 columns), then nbig of hb and the rest of
- * hs; the product runs in three parts (the first block, the first half of the others, the rest), each
- * followed by core 0 moving its rows of the weight gradient to their slab and starting their write
- * (the bias gradient's after the first), so that the writes, the slowest part, start early and
- * overlap the later parts, which the other cores compute. Core 0 adds what it waited for to ext_wait
- * and dma_wait. */
-static inline int odl_wg1x_row(const odl_wg1x_t *T, int ia) {
-  if (ia == 0) return 0;
-  ia--;
-  return T->h0 + (ia < T->nbig ? ia * T->hb : T->nbig * T->hb + (ia - T->nbig) * T->hs);
-}
+ * panels. dY's columns are in blocks of h (the last of m % h), and the product runs in parts of g
+ * blocks: after each, core 0 moves its rows of the weight gradient to their slab and starts their
+ * write (the bias gradient's after the first) while the other cores compute the next part, so the
+ * writes, the slowest step, start early and follow each other. Core 0 adds what it waited for to
+ * ext_wait and dma_wait. */
 static inline void odl_wg1x_out(odl_wg1x_t *T, uint32_t l2, uint32_t ram, const void *l1, uint32_t bytes,
                                 pi_task_t *task) {
   uint32_t t0 = pulp_mcycle();
@@ -789,18 +783,16 @@ static inline void odl_wg1x_out(odl_wg1x_t *T, uint32_t l2, uint32_t ram, const 
 }
 void odl_lib_wg1x(void *arg) {
   odl_wg1x_t *T = arg;
-  int id = pi_core_id(), nc = T->nc, k2 = T->kdim / 2, nb = T->xp / 4, m = T->m, dyp = T->dyp;
-  int na = 1 + T->nbig + (m - T->h0 - T->nbig * T->hb) / T->hs;
+  int id = pi_core_id(), nc = T->nc, k2 = T->kdim / 2, nb = T->xp / 4, m = T->m, dyp = T->dyp, h = T->h;
+  int na = (m + h - 1) / h;
   for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
-    int ia = 0;
-    while (ia + 1 < na && odl_wg1x_row(T, ia + 1) <= c) ia++;
-    int row0 = odl_wg1x_row(T, ia), h = (ia + 1 < na ? odl_wg1x_row(T, ia + 1) : m) - row0, j = c - row0;
-    uint32_t *d = T->apan + row0 * k2 + j;
+    int j = c % h, hh = c - j + h <= m ? h : m - (c - j);
+    uint32_t *d = T->apan + (c - j) * k2 + j;
     const f16 *col = T->dy + c;
     uint32_t s = 0;
     for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
       uint32_t w = col[0] | ((uint32_t)col[dyp] << 16);
-      d[kk * h] = w;
+      d[kk * hh] = w;
       s = pulp_vfdotpex_s_h(s, w, 0x3c003c00u);
     }
     if (T->db) {
@@ -831,29 +823,25 @@ void odl_lib_wg1x(void *arg) {
     }
   }
   pi_cl_team_barrier();
-  int ends[3] = {1, 1 + (na - 1) / 2, na};
-  for (int part = 0, a0 = 0; part < 3; a0 = ends[part++]) {
-    int a1 = ends[part];
-    if (a1 <= a0) continue;
+  for (int a0 = 0, part = 0; a0 < na; a0 += T->g, part++) {
+    int a1 = a0 + T->g < na ? a0 + T->g : na;
     /* the blocks of dY blocks a0 .. a1 - 1 over all cores, or over all but core 0 after the first part */
-    int first = part ? 1 : 0, n = (a1 - a0) * nb, w = nc - first, me = id - first, lo, hi;
+    int first = part ? 1 : 0, n = (a1 - a0) * nb, w = nc - first, me = id - first;
     if (me >= 0) {
-      int q = n / w, r = n % w;
-      lo = a0 * nb + me * q + (me < r ? me : r);
-      hi = lo + q + (me < r ? 1 : 0);
+      int q = n / w, r = n % w, lo = a0 * nb + me * q + (me < r ? me : r), hi = lo + q + (me < r ? 1 : 0);
       while (lo < hi) {
-        int ia = lo / nb, ib = lo - ia * nb, cnt = nb - ib < hi - lo ? nb - ib : hi - lo, row0 = odl_wg1x_row(T, ia);
-        odl_mm_fn fn = ia == 0 ? T->k0 : (ia <= T->nbig ? T->kb : T->ks);
-        fn(T->apan + row0 * k2, T->bpan + ib * k2 * 4, T->out + row0 * T->xp + 4 * ib, (uint32_t)cnt, 0);
+        int ia = lo / nb, ib = lo - ia * nb, cnt = nb - ib < hi - lo ? nb - ib : hi - lo;
+        (ia * h + h <= m ? T->kh : T->kr)(T->apan + ia * h * k2, T->bpan + ib * k2 * 4, T->out + ia * h * T->xp + 4 * ib,
+                                          (uint32_t)cnt, 0);
         lo += cnt;
       }
     }
     pi_cl_team_barrier();
     if (id == 0) {
-      int r0 = odl_wg1x_row(T, a0), r1 = a1 < na ? odl_wg1x_row(T, a1) : m;
+      int r0 = a0 * h, r1 = a1 * h < m ? a1 * h : m;
       odl_wg1x_out(T, T->dw_l2 + r0 * rb, T->dw_ram == ~0u ? ~0u : T->dw_ram + r0 * rb, T->out + r0 * T->xp,
-                   (r1 - r0) * rb, &T->wr[part]);
-      if (!part && T->db) odl_wg1x_out(T, T->db_l2, T->db_ram, T->db, (uint32_t)(m + (m & 1)) * 2, &T->wr[3]);
+                   (r1 - r0) * rb, &T->wr[part + 1]);
+      if (!part && T->db) odl_wg1x_out(T, T->db_l2, T->db_ram, T->db, (uint32_t)(m + (m & 1)) * 2, &T->wr[0]);
     }
   }
 }

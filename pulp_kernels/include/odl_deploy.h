@@ -147,12 +147,12 @@ typedef struct {
   const f16 *dy;
   f16 *x, *out, *db;
   uint32_t *apan, *bpan;
-  odl_mm_fn k0, kb, ks;           /* blocks of h0, hb and hs dY columns by 4 X columns */
+  odl_mm_fn kh, kr;               /* blocks of h and of m % h dY columns by 4 X columns */
   uint32_t x_l2, x_ram, dw_l2, dw_ram, db_l2, db_ram;   /* *_ram: ~0u when the tensor is in L2 */
-  pi_task_t *rd, *wr;             /* X's reads, one a chunk; the results' writes (4) */
+  pi_task_t *rd, *wr;             /* X's reads, one a chunk; the bias gradient's write, then each part's */
   odl_dma_t *dma;
   uint32_t ext_wait, dma_wait;
-  int16_t dyp, xp, m, kdim, nc, h0, hb, nbig, hs, chunks;
+  int16_t dyp, xp, m, kdim, nc, h, g, chunks;
 } odl_wg1x_t;
 void odl_lib_wg1x(void *arg);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
