@@ -533,6 +533,10 @@ class Gen:
                       for hh in dict.fromkeys((h, m % h or h))]
             kern = {b.m: f"{fn}_{b.name}" for b in blocks}
             parts = -(-na // g)
+            nbk = cp(n) // 4
+            last = (na - (parts - 1) * g) * nbk            # blocks of the last part; the first on all cores,
+            shares = [divmod(g * nbk, self.cores), divmod(g * nbk, self.cores - 1),   # the others without core 0
+                      divmod(last, self.cores - 1 if parts > 1 else self.cores)]
             own = {b.name: f"{fn}_{b.name}" for b in blocks}
             asm = "\n".join(line for b in blocks for line in block_asm(b))
             for old_name, new_name in own.items():
@@ -540,7 +544,7 @@ class Gen:
             slab = self.plan.scratch
             l2 = {k: (f"((uint32_t)odl_arena + {at}u)" if homes.get(k) == "hyperram" else t[k.lower() if k != "Db" else k].addr)
                   for k, at in (("Xs", slab), ("Dw", slab + x_rows), ("Db", slab + x_rows + m * cp(n) * 2)) if k in homes}
-            mm = _NS(h=h, g=g, parts=parts, kh=kern[h], kr=kern[m % h or h],
+            mm = _NS(h=h, g=g, parts=parts, kh=kern[h], kr=kern[m % h or h], shares=shares,
                      protos="\n".join(f"void {k}(const void *, const void *, void *, uint32_t, const void *);"
                                       for k in own.values()),
                      naked=_naked_bodies(asm, set(own.values())), chunks=WG1X_CHUNKS,

@@ -826,14 +826,23 @@ void odl_lib_wg1x(void *arg) {
   for (int a0 = 0, part = 0; a0 < na; a0 += T->g, part++) {
     int a1 = a0 + T->g < na ? a0 + T->g : na;
     /* the blocks of dY blocks a0 .. a1 - 1 over all cores, or over all but core 0 after the first part */
-    int first = part ? 1 : 0, n = (a1 - a0) * nb, w = nc - first, me = id - first;
+    int me = part ? id - 1 : id;
     if (me >= 0) {
-      int q = n / w, r = n % w, lo = a0 * nb + me * q + (me < r ? me : r), hi = lo + q + (me < r ? 1 : 0);
-      while (lo < hi) {
-        int ia = lo / nb, ib = lo - ia * nb, cnt = nb - ib < hi - lo ? nb - ib : hi - lo;
-        (ia * h + h <= m ? T->kh : T->kr)(T->apan + ia * h * k2, T->bpan + ib * k2 * 4, T->out + ia * h * T->xp + 4 * ib,
+      /* shares of whole parts (q blocks, r cores one more) from the generator: no divisions here */
+      int sh = a1 - a0 < T->g ? 2 : (part ? 1 : 0), q = T->q[sh], r = T->r[sh];
+      int lo = me * q + (me < r ? me : r), hi = lo + q + (me < r ? 1 : 0), ia = a0;
+      while (lo >= nb) {
+        lo -= nb;
+        hi -= nb;
+        ia++;
+      }
+      while (hi > 0) {
+        int cnt = (hi < nb ? hi : nb) - lo;
+        (ia * h + h <= m ? T->kh : T->kr)(T->apan + ia * h * k2, T->bpan + lo * k2 * 4, T->out + ia * h * T->xp + 4 * lo,
                                           (uint32_t)cnt, 0);
-        lo += cnt;
+        lo = 0;
+        hi -= nb;
+        ia++;
       }
     }
     pi_cl_team_barrier();

@@ -153,6 +153,8 @@ typedef struct {
   odl_dma_t *dma;
   uint32_t ext_wait, dma_wait;
   int16_t dyp, xp, m, kdim, nc, h, g, chunks;
+  int16_t q[3], r[3];             /* blocks a core of the first, a later and a short last part, and how many
+                                     cores take one more */
 } odl_wg1x_t;
 void odl_lib_wg1x(void *arg);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
