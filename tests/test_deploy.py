@@ -167,6 +167,21 @@ def test_stage_programs_match_numpy(stage):
 
 
 @needs_clang
+@pytest.mark.parametrize("net", ["phinet", "mobilenetv2"])
+def test_one_tile_weight_gradient_runs_in_one_fork(net):
+    """A classifier's weight gradient over a chunk is one tile: one fork, its odd column count's pad
+    included, checked against NumPy, with its tensors in L2 (odl_lib_wg1_pack) and with X and the
+    results in HyperRAM (odl_lib_wg1x: X read in chunks, the result written in parts)."""
+    for placement, fn in (("fit", "odl_lib_wg1_pack"), ("method", "odl_lib_wg1x")):
+        job = _job(runner.Point(net, "cifar10", 1, 1.0, "paper", placement), "classifier.wg")
+        prog = job.program()[3]
+        assert fn in prog.c and prog.c.count("odl_run(") == 1, placement
+        row = job.run()
+        assert row["ok"], (placement, row["outputs"])
+        assert (row["ext_wait_cycles"] > 0) == (placement == "method")
+
+
+@needs_clang
 def test_streaming_from_external_memory():
     """A step whose tensors do not fit L2 streams them: uDMA into L2 slabs, cluster DMA into L1."""
     pt = runner.Point("mobilenetv2", "cifar10", 4, 0.7, "paper", "method")

@@ -7,6 +7,7 @@ address in an external memory, plus the chunk's first sample for tensors that ho
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -18,6 +19,8 @@ from harness.deploy.graph import Stage, Step
 from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
+from harness.kernels.mmblock import Block, block_asm
+from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
 from harness.kernels.spec import cp
 from harness.platform import Platform
 
@@ -25,6 +28,8 @@ TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
+WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 
 
 @lru_cache(maxsize=None)
@@ -39,6 +44,21 @@ def r4(n: int) -> int:
 
 def a16(n: int) -> int:
     return (max(4, n) + 15) // 16 * 16
+
+
+def _naked_bodies(asm: str, names) -> dict[str, list[str]]:
+    """Generated assembly routines as the bodies of naked C functions (name -> quoted lines): functions
+    of the stage's own translation unit, so they follow its code in its section (the same cache sets
+    alone and in the step) instead of preceding it as file-scope assembly would."""
+    out, name = {}, None
+    for line in asm.splitlines():
+        t = line.strip()
+        if t.endswith(":") and t[:-1] in names:
+            name = t[:-1]
+            out[name] = []
+        elif name and not t.startswith((".size", ".section", ".globl", ".type", ".balign")) and t:
+            out[name].append(line.replace("\\", "\\\\").replace('"', '\\"'))
+    return out
 
 
 class _NS(dict):
@@ -490,10 +510,77 @@ class Gen:
             lay.add("db32", 4 * m)
             lay.add("db16", cp(m) * 2)
         streams = [k for k in t if k not in ("a", "xs", "dw", "old")]
+        # one tile of L2 tensors written whole (a classifier's gradient over a chunk): one fork, no streams
+        # (whole 4-column blocks within the rows' pitch, sample pairs)
+        single = (not ext and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
+                  and p % 2 == 0 and r4(n) <= cp(n))
+        mm = _NS()
+        # the same with X and the results in HyperRAM (whole rows through L2 slabs, X in chunks of sample
+        # pairs, the first rows of the result leaving while the rest are computed)
+        homes = {k: self.plan.home(v).memory for k, v in names.items()}
+        x_rows = p * cp(n) * 2
+        single_x = (ext and homes["A"] == "l2" and all(homes.get(k, "l2") in ("l2", "hyperram") for k in ("Xs", "Dw", "Db"))
+                    and k_tiles == 1 and tm == m and tn == n and not accumulate and not act_bw
+                    and p % (2 * WG1X_CHUNKS) == 0 and r4(n) <= cp(n) and t.xs.pitch == cp(n) == t.dw.pitch
+                    and x_rows + m * cp(n) * 2 + 64 <= scratch_bytes(self.plat))
+        if single_x:
+            # blocks of 2 dY columns (4 past 16 columns), at most WG1X_PARTS parts of whole blocks: the writes
+            # (slower than the product) start after a small part and follow each other
+            h = 2 if m <= 16 else 4
+            na = -(-m // h)
+            g = -(-na // WG1X_PARTS)
+            blocks = [Block(m=hh, n=4, k2=p // 2, a_pitch=0, b_pitch=0, b_step=16 * (p // 2), c_pitch=cp(n) * 2)
+                      for hh in dict.fromkeys((h, m % h or h))]
+            kern = {b.m: f"{fn}_{b.name}" for b in blocks}
+            parts = -(-na // g)
+            nbk = cp(n) // 4
+            last = (na - (parts - 1) * g) * nbk            # blocks of the last part; the first on all cores,
+            shares = [divmod(g * nbk, self.cores), divmod(g * nbk, self.cores - 1),   # the others without core 0
+                      divmod(last, self.cores - 1 if parts > 1 else self.cores)]
+            own = {b.name: f"{fn}_{b.name}" for b in blocks}
+            asm = "\n".join(line for b in blocks for line in block_asm(b))
+            for old_name, new_name in own.items():
+                asm = re.sub(rf"\b{old_name}\b", new_name, asm)
+            slab = self.plan.scratch
+            l2 = {k: (f"((uint32_t)odl_arena + {at}u)" if homes.get(k) == "hyperram" else t[k.lower() if k != "Db" else k].addr)
+                  for k, at in (("Xs", slab), ("Dw", slab + x_rows), ("Db", slab + x_rows + m * cp(n) * 2)) if k in homes}
+            mm = _NS(h=h, g=g, parts=parts, kh=kern[h], kr=kern[m % h or h], shares=shares,
+                     protos="\n".join(f"void {k}(const void *, const void *, void *, uint32_t, const void *);"
+                                      for k in own.values()),
+                     naked=_naked_bodies(asm, set(own.values())), chunks=WG1X_CHUNKS,
+                     x_l2=l2["Xs"], dw_l2=l2["Dw"], db_l2=l2.get("Db", "0"),
+                     x_ram=t.xs.addr if homes["Xs"] == "hyperram" else "~0u",
+                     dw_ram=t.dw.addr if homes["Dw"] == "hyperram" else "~0u",
+                     db_ram=(t.Db.addr if homes.get("Db") == "hyperram" else "~0u") if bias else "~0u")
+        if single:
+            # register blocks of 5 (or 4) dY columns by 4 X columns (harness/kernels/mmplan.py)
+            tile = Tile(k2=p // 2, a=Side(rows=m), b=Side(rows=cp(n)), c_pitch=cp(n) * 2, cores=self.cores)
+            ctab, off = [], 0     # each dY column: the word offset of its first panel word, its panel's columns
+            for h in tile.blocks_a:
+                for i in range(h):
+                    ctab += [off + i, h]
+                off += h * (p // 2)
+            # the micro-kernels named after the stage: a whole step's stages may share a shape
+            own = {k.name: f"{fn}_{k.name}" for k in tile.kernels}
+
+            def mine(text: str) -> str:
+                return re.sub(r"\b(" + "|".join(map(re.escape, own)) + r")\b", lambda mt: own[mt.group(1)], text)
+            # the run table and the column table: constants in L2, brought to L1 with dY
+            tabs = (4 * len(tile.kernels) + 20 * len(tile.runs) + 2 * len(tile.first) + 4 * m + 3) // 4 * 4
+            if lay.off + a16(tabs) > self.budget:
+                single = False
+            else:
+                lay.add("tabs", tabs)
+                runs = ", ".join("{%d, %d, %d, %d, %d, %d}" % r for r in tile.runs)
+                mm = _NS(fns=", ".join(own[k.name] for k in tile.kernels), nfn=len(tile.kernels), runs=runs,
+                         nruns=len(tile.runs), first=", ".join(map(str, tile.first)), nfirst=len(tile.first),
+                         ctab=", ".join(map(str, ctab)), nctab=len(ctab), protos=mine(prototypes([tile])),
+                         naked=_naked_bodies(mine(kernels_asm([tile])), set(own.values())))
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
-                   streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate)
+                   streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate,
+                   single=single, single_x=single_x, mm=mm, cores=self.cores)
 
     # -- depthwise ---------------------------------------------------------------------------
     def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:

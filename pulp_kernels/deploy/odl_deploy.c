@@ -720,6 +720,140 @@ void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, in
     }
   }
 }
+/* The operands of a whole weight gradient that fits L1 as one tile, packed in one fork, and its bias
+ * gradient: dW[m][n] = dY^T X over kdim samples (kdim even; dY [kdim][m] rows dyp halves apart, X
+ * [kdim][n] rows xp apart, both in L1, xp a multiple of 4) as panels for register blocks
+ * (harness/kernels/mmplan.py): X's in 4-column panels (the transposing pair packer), dY's in the
+ * panels `atab` lists (first column, columns, word offset each: blocks of 5 and 4); db[c] = the sum
+ * of dY's column c as it is packed (vfdotpex with {1, 1}, FP32, rounded once; db 0: none). X may
+ * still be arriving when the fork starts (`xin`, the master's transfer: core 0 waits for it and
+ * returns the cycles it waited) after its share of dY's columns, which every core packs and sums from
+ * the last core down; then every core packs X's panels. */
+uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
+                          uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin) {
+  int id = pi_core_id(), k2 = kdim / 2, nb = xp / 4;
+  uint32_t waited = 0;
+  for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
+    int h = ctab[2 * c + 1];
+    uint32_t *d = apan + ctab[2 * c];
+    const f16 *col = dy + c;
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
+      uint32_t w = col[0] | ((uint32_t)col[dyp] << 16);
+      d[kk * h] = w;
+      s = pulp_vfdotpex_s_h(s, w, 0x3c003c00u);
+    }
+    if (db) {
+      float f;
+      __builtin_memcpy(&f, &s, 4);
+      db[c] = odl_f2h(f);
+    }
+  }
+  if (db && (m & 1) && id == nc - 1) db[m] = 0;
+  if (id == 0 && xin) {
+    uint32_t t0 = pulp_mcycle();
+    odl_dma_wait_quiet(xin);
+    waited = pulp_mcycle() - t0;
+  }
+  pi_cl_team_barrier();
+  uint32_t xb = (uint32_t)xp * 2;
+  for (int t = id; t < nb; t += nc) {   /* nc: the cores of the team */
+    uint32_t *d = bpan + t * k2 * 4;
+    odl_packk2(d, x + 4 * t, (uint32_t)k2, xb);
+    odl_packk2(d + 2, x + 4 * t + 2, (uint32_t)k2, xb);
+  }
+  pi_cl_team_barrier();
+  return waited;
+}
+/* odl_lib_wg1 when X, the weight gradient or the bias gradient lives in HyperRAM (T: odl_wg1x_t). The
+ * master starts X's reads in `chunks` chunks of rows before the fork; in it every core packs and sums
+ * dY's columns, then each chunk of X, as core 0 brings it from its slab, adds its sample pairs to X's
+ * panels. dY's columns are in blocks of h (the last of m % h), and the product runs in parts of g
+ * blocks: after each, core 0 moves its rows of the weight gradient to their slab and starts their
+ * write (the bias gradient's after the first) while the other cores compute the next part, so the
+ * writes, the slowest step, start early and follow each other. Core 0 adds what it waited for to
+ * ext_wait and dma_wait. */
+static inline void odl_wg1x_out(odl_wg1x_t *T, uint32_t l2, uint32_t ram, const void *l1, uint32_t bytes,
+                                pi_task_t *task) {
+  uint32_t t0 = pulp_mcycle();
+  odl_dma_1d(T->dma, l2, (uint32_t)l1, bytes, PI_CL_DMA_DIR_LOC2EXT);
+  odl_dma_wait_quiet(T->dma);
+  T->dma_wait += pulp_mcycle() - t0;
+  if (ram != ~0u) pi_ram_write_async(&odl_ram_dev, ram, (void *)l2, bytes, task);
+}
+void odl_lib_wg1x(void *arg) {
+  odl_wg1x_t *T = arg;
+  int id = pi_core_id(), nc = T->nc, k2 = T->kdim / 2, nb = T->xp / 4, m = T->m, dyp = T->dyp, h = T->h;
+  int na = (m + h - 1) / h;
+  for (int c = nc - 1 - id; c < m; c += nc) {   /* a column of dY each, from the last core down */
+    int j = c % h, hh = c - j + h <= m ? h : m - (c - j);
+    uint32_t *d = T->apan + (c - j) * k2 + j;
+    const f16 *col = T->dy + c;
+    uint32_t s = 0;
+    for (int kk = 0; kk < k2; kk++, col += 2 * dyp) {
+      uint32_t w = col[0] | ((uint32_t)col[dyp] << 16);
+      d[kk * hh] = w;
+      s = pulp_vfdotpex_s_h(s, w, 0x3c003c00u);
+    }
+    if (T->db) {
+      float f;
+      __builtin_memcpy(&f, &s, 4);
+      T->db[c] = odl_f2h(f);
+    }
+  }
+  if (T->db && (m & 1) && id == nc - 1) T->db[m] = 0;
+  int rows = T->kdim / T->chunks;
+  uint32_t rb = (uint32_t)T->xp * 2;
+  for (int ch = 0; ch < T->chunks; ch++) {
+    f16 *xc = T->x + ch * rows * T->xp;
+    if (id == 0) {
+      uint32_t t0 = pulp_mcycle();
+      if (T->x_ram != ~0u) pi_task_wait_on(&T->rd[ch]);
+      uint32_t t1 = pulp_mcycle();
+      odl_dma_1d(T->dma, T->x_l2 + ch * rows * rb, (uint32_t)xc, rows * rb, PI_CL_DMA_DIR_EXT2LOC);
+      odl_dma_wait_quiet(T->dma);
+      T->ext_wait += t1 - t0;
+      T->dma_wait += pulp_mcycle() - t1;
+    }
+    pi_cl_team_barrier();
+    for (int t = id; t < nb; t += nc) {
+      uint32_t *d = T->bpan + t * k2 * 4 + ch * (rows / 2) * 4;
+      odl_packk2(d, xc + 4 * t, (uint32_t)(rows / 2), rb);
+      odl_packk2(d + 2, xc + 4 * t + 2, (uint32_t)(rows / 2), rb);
+    }
+  }
+  pi_cl_team_barrier();
+  for (int a0 = 0, part = 0; a0 < na; a0 += T->g, part++) {
+    int a1 = a0 + T->g < na ? a0 + T->g : na;
+    /* the blocks of dY blocks a0 .. a1 - 1 over all cores, or over all but core 0 after the first part */
+    int me = part ? id - 1 : id;
+    if (me >= 0) {
+      /* shares of whole parts (q blocks, r cores one more) from the generator: no divisions here */
+      int sh = a1 - a0 < T->g ? 2 : (part ? 1 : 0), q = T->q[sh], r = T->r[sh];
+      int lo = me * q + (me < r ? me : r), hi = lo + q + (me < r ? 1 : 0), ia = a0;
+      while (lo >= nb) {
+        lo -= nb;
+        hi -= nb;
+        ia++;
+      }
+      while (hi > 0) {
+        int cnt = (hi < nb ? hi : nb) - lo;
+        (ia * h + h <= m ? T->kh : T->kr)(T->apan + ia * h * k2, T->bpan + lo * k2 * 4, T->out + ia * h * T->xp + 4 * lo,
+                                          (uint32_t)cnt, 0);
+        lo = 0;
+        hi -= nb;
+        ia++;
+      }
+    }
+    pi_cl_team_barrier();
+    if (id == 0) {
+      int r0 = a0 * h, r1 = a1 * h < m ? a1 * h : m;
+      odl_wg1x_out(T, T->dw_l2 + r0 * rb, T->dw_ram == ~0u ? ~0u : T->dw_ram + r0 * rb, T->out + r0 * T->xp,
+                   (r1 - r0) * rb, &T->wr[part + 1]);
+      if (!part && T->db) odl_wg1x_out(T, T->db_l2, T->db_ram, T->db, (uint32_t)(m + (m & 1)) * 2, &T->wr[0]);
+    }
+  }
+}
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) { odl_keep_channels(dst, src, pixels, sp, keep, dp); }
 void odl_lib_zero_f32(float *p, int n) { odl_zero_f32(p, n); }
 void odl_lib_widen(float *dst, const f16 *src, int n) { odl_widen(dst, src, n); }

@@ -138,6 +138,25 @@ void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int 
 void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch);
 void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
                     int m_pad);
+uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
+                          uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin);
+/* A one-tile weight gradient whose X, weight or bias gradient lives in HyperRAM (odl_lib_wg1x, forked
+ * with one of these, on the master's stack): its operands in L1, X's rows and the results' in L2 slabs
+ * (or their L2 homes), the micro-kernels of its blocks, and what the fork waited for. */
+typedef struct {
+  const f16 *dy;
+  f16 *x, *out, *db;
+  uint32_t *apan, *bpan;
+  odl_mm_fn kh, kr;               /* blocks of h and of m % h dY columns by 4 X columns */
+  uint32_t x_l2, x_ram, dw_l2, dw_ram, db_l2, db_ram;   /* *_ram: ~0u when the tensor is in L2 */
+  pi_task_t *rd, *wr;             /* X's reads, one a chunk; the bias gradient's write, then each part's */
+  odl_dma_t *dma;
+  uint32_t ext_wait, dma_wait;
+  int16_t dyp, xp, m, kdim, nc, h, g, chunks;
+  int16_t q[3], r[3];             /* blocks a core of the first, a later and a short last part, and how many
+                                     cores take one more */
+} odl_wg1x_t;
+void odl_lib_wg1x(void *arg);
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch);
 void odl_lib_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp);
 void odl_lib_zero_f32(float *p, int n);
