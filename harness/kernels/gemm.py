@@ -141,6 +141,16 @@ def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out,
     w_rows = b_mode == "rows"
     pw_l2 = b.pitch * 2
     pw = _padded(plat, pw_l2) if w_rows else 0
+    # a reduction over few channels (a classifier's input gradient over its classes): the weights' columns
+    # arrive in chunks within one fork, the results leave from inside it
+    if not w_rows and kdim <= 16 and m >= 8:
+        chunks = plan_cols(g, m, pa, k2, kdim, n, (m * pa // dma_bpc, 0), m * pa)
+        if chunks:
+            araw = g.buf("l1_a", m * pa)
+            _trackers(g)
+            g.body += _rows_in("dq[0]", f"(uint32_t){a_sym}", araw, m, pa_l2, pa)
+            one_fork_cols(g, m, araw, pa, k2, b_sym, b.pitch, kdim, chunks, out_sym, out.pitch)
+            return True
     plans = []
     # (1) stream A (M tiles), the weights packed once
     bsizes = paired_blocks(npad)
@@ -528,6 +538,27 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     c_pitch = dwt.pitch * 2
     db_bytes = cp(ko) * 2 + 4 if db_sym else 0
 
+    # few output channels (a classifier's classes): dY^T made once, Xs's columns in chunks within one fork
+    if ko <= 16 and npix >= 8:
+        fixed = npix * cp(ko) * 2 + cp(ko) * pa + db_bytes
+        chunks = plan_cols(g, ko, pa, k2, npix, ki, (npix * cp(ko) * 2 // dma_bpc, 12 * (npix // 2) + 30 + FORK_CYCLES),
+                           fixed)
+        if chunks:
+            draw = g.buf("l1_dy", npix * cp(ko) * 2)
+            arows = g.buf("l1_arows", cp(ko) * pa)
+            after = ""
+            if db_sym:
+                db16 = g.buf("l1_db16", cp(ko) * 2 + 4)
+                prep = f"  odl_rows_ts({arows}, (const f16 *){draw}, {cp(ko)}, {npix}, {cp(ko)}, {pa}, (f16 *){db16});"
+                after = f"    odl_dma_1d(&dc[0], (uint32_t){db_sym}, (uint32_t){db16}, {cp(ko) * 2}, PI_CL_DMA_DIR_LOC2EXT);"
+            else:
+                prep = f"  odl_rows_t({arows}, {pa}, (const f16 *){draw}, {cp(ko)}, {npix}, {cp(ko)});"
+            prep += "\n  pi_cl_team_barrier();"
+            _trackers(g)
+            g.body.append(f"  odl_dma_2d(&dq[0], (uint32_t){dy_sym}, (uint32_t){draw}, {cp(ko) * 2}, {npix}, {dy.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+            one_fork_cols(g, ko, arows, pa, k2, xs_sym, xs.pitch, npix, chunks, dw_sym, dwt.pitch, prep, after)
+            return True
+
     def mem(tm):
         return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
     tmax = _largest(ko, lambda t: mem(t) <= budget)
@@ -784,3 +815,96 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
             g.body.append(f"  odl_dma_1d(&dx[{kk}], {_addr(keep[0], r0 * s.w * keep[1].pitch)}, (uint32_t){xsb[kk]}, {(r1 - r0) * s.w * xs_row}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
     return True
+
+
+BARRIER_CYCLES = 150   # a team barrier between the steps of a one-fork program, with the cores' imbalance
+
+
+def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tuple, fixed_bytes: int,
+              skew: int = 4):
+    """Column chunks of B = S^T (S[kdim][n] K-major in L2) for a product whose A (m rows, a_pitch bytes
+    apart in L1) is small and stays: the chunks arrive one after the other, each transposed into panels
+    by the cores and multiplied within one fork, its results sent by the master from inside the fork while
+    the next is computed. Every chunk has buffers of its own (nothing is reused, so nothing waits for a
+    transfer to leave). None when they do not all fit L1 next to `fixed_bytes`."""
+    plat = g.plat
+    bpc = plat.dma["bytes_per_cycle"]
+    cores = plat.cluster["cores"]
+
+    def chunk_bytes(cols):
+        return kdim * cp(cols) * 2 + _panel_table(paired_blocks(cp(cols)), k2, skew)[1] + m * cp(cols) * 2
+    if fixed_bytes + chunk_bytes(n) + 4 * 16 * 8 > _budget(plat):   # + a worst case of padding to 4 columns
+        return None
+
+    def cost(cols):
+        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
+                 cores=cores, c_arg=True)
+        return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (9 * (kdim // 2) + 40)
+    return plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: m * cp(c) * 2 // bpc, step=4,
+                      lead=a_cycles, fork=BARRIER_CYCLES)
+
+
+def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pitch: int, kdim: int, chunks: list,
+                  out_sym: str, out_pitch: int, prep: str = "", after: str = "", skew: int = 4) -> None:
+    """The program of plan_cols: the master queues A's transfer (on dq[0], by the caller) and every chunk's
+    (2-D, on a tracker of its own), forks once; in the fork core 0 waits for each chunk and, once the
+    product of the chunk before has ended on every core, starts that chunk's results' transfer (on dc[0]);
+    one loop over a table of chunks, so that every chunk runs the same code. `prep` runs once A has
+    arrived (the C of a step that makes A from what arrived), `after` by core 0 at the end."""
+    plat = g.plat
+    cores = plat.cluster["cores"]
+    nch = len(chunks)
+    widths = sorted({c1 - c0 for c0, c1 in chunks})
+    tabs = {}
+    for cols in widths:
+        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
+                 cores=cores, c_arg=True)
+        g.tiles_mm.append(t)
+        g.decls.append(t.table(f"odl_t{cols}"))
+        utab = units_panels(paired_blocks(cp(cols)), k2, skew) + [0]
+        g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, utab))} }};")
+        tabs[cols] = len(utab) // 4
+    sraw, span, cbuf, rows = [], [], [], []
+    u0 = 0
+    for j, (c0, c1) in enumerate(chunks):
+        cols = c1 - c0
+        sraw.append(g.buf(f"l1_s{j}", kdim * cp(cols) * 2))
+        span.append(g.buf(f"l1_p{j}", _panel_table(paired_blocks(cp(cols)), k2, skew)[1]))
+        cbuf.append(g.buf(f"l1_c{j}", m * cp(cols) * 2))
+        rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_u{cols}, odl_t{cols}_fn, odl_t{cols}_runs, "
+                    f"odl_t{cols}_first, {cbuf[j]}, {_addr(out_sym, c0)}, {tabs[cols]}, {cols}, {cp(cols)}, {u0 % cores} }}")
+        u0 += tabs[cols]
+    g.decls.append("typedef struct { const f16 *src; uint32_t *pan; const uint16_t *ut; odl_mm_fnp const *fn; "
+                   "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t nu, cols, pitch, c0; } odl_chunk_t;")
+    g.decls.append(f"static const odl_chunk_t odl_ch[] ODL_TABLE = {{\n  " + ",\n  ".join(rows) + "\n};")
+    g.decls.append(f"static PI_L1 odl_dma_t odl_in[{nch}];")
+    send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
+            .format(m=m, op=out_pitch * 2))
+    body = f"""  int id = pi_core_id();
+  if (id == 0) odl_dma_wait_quiet(&dq[0]);
+  pi_cl_team_barrier();
+{prep}
+  for (int j = 0; j < {nch}; j++) {{
+    const odl_chunk_t *h = &odl_ch[j];
+    if (id == 0) odl_dma_wait_quiet(&odl_in[j]);
+    pi_cl_team_barrier();
+    if (id == 0 && j) {{ h--; {send} h++; }}
+    odl_units_t(h->pan, h->src, h->ut, h->nu, h->cols, {kdim}, h->pitch, h->c0);
+    pi_cl_team_barrier();
+    odl_mm_runs_p(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0, (uint32_t)h->pitch * 2);
+  }}
+  pi_cl_team_barrier();
+  if (id == 0) {{
+    const odl_chunk_t *h = &odl_ch[{nch - 1}];
+    {send}
+{after}
+  }}"""
+    fn = g.func(body)
+    _trackers(g)
+    g.body.append(f"  for (int j = 0; j < {nch}; j++) odl_in[j].n = 0;")
+    for j, (c0, c1) in enumerate(chunks):
+        g.body.append(f"  odl_dma_2d(&odl_in[{j}], {_addr(s_sym, c0)}, (uint32_t){sraw[j]}, {cp(c1 - c0) * 2}, {kdim}, "
+                      f"{s_pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+    g.tiles += nch
+    g.fork(fn)
+    g.body.append("  odl_dma_wait(&dc[0]);")
