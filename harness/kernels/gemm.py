@@ -817,6 +817,7 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
     return True
 
 
+ROWS_B = True
 BARRIER_CYCLES = 150   # a team barrier between the steps of a one-fork program, with the cores' imbalance
 
 
@@ -845,7 +846,7 @@ def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tup
 
 
 def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pitch: int, kdim: int, chunks: list,
-                  out_sym: str, out_pitch: int, prep: str = "", after: str = "", skew: int = 4) -> None:
+                  out_sym: str, out_pitch: int, prep: str = "", after: str = "", skew: int = 4, rows_b: bool = ROWS_B) -> None:
     """The program of plan_cols: the master queues A's transfer (on dq[0], by the caller) and every chunk's
     (2-D, on a tracker of its own), forks once; in the fork core 0 waits for each chunk and, once the
     product of the chunk before has ended on every core, starts that chunk's results' transfer (on dc[0]);
@@ -856,8 +857,17 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     nch = len(chunks)
     widths = sorted({c1 - c0 for c0, c1 in chunks})
     tabs = {}
+    rb = _padded(plat, 4 * k2)
+
+    def bside(cols):
+        return Side(rows=cp(cols), pitch=rb) if rows_b else Side(rows=cp(cols), skew=skew)
+
+    def pan_bytes(cols):
+        return cp(cols) * rb if rows_b else _panel_table(paired_blocks(cp(cols)), k2, skew)[1]
+    if rows_b:
+        sums = g.buf("l1_sums", 2 * cp(max(widths)))
     for cols in widths:
-        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
+        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=bside(cols), c_pitch=cp(cols) * 2,
                  cores=cores, c_arg=True)
         g.tiles_mm.append(t)
         g.decls.append(t.table(f"odl_t{cols}"))
@@ -869,7 +879,7 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     for j, (c0, c1) in enumerate(chunks):
         cols = c1 - c0
         sraw.append(g.buf(f"l1_s{j}", kdim * cp(cols) * 2))
-        span.append(g.buf(f"l1_p{j}", _panel_table(paired_blocks(cp(cols)), k2, skew)[1]))
+        span.append(g.buf(f"l1_p{j}", pan_bytes(cols)))
         cbuf.append(g.buf(f"l1_c{j}", m * cp(cols) * 2))
         rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_u{cols}, odl_t{cols}_fn, odl_t{cols}_runs, "
                     f"odl_t{cols}_first, {cbuf[j]}, {_addr(out_sym, c0)}, {tabs[cols]}, {cols}, {cp(cols)}, {u0 % cores} }}")
@@ -880,6 +890,8 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     g.decls.append(f"static PI_L1 odl_dma_t odl_in[{nch}];")
     send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
             .format(m=m, op=out_pitch * 2))
+    pack = (f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, (f16 *){sums});" if rows_b else
+            f"odl_units_t(h->pan, h->src, h->ut, h->nu, h->cols, {kdim}, h->pitch, h->c0);")
     body = f"""  int id = pi_core_id();
   if (id == 0) odl_dma_wait_quiet(&dq[0]);
   pi_cl_team_barrier();
@@ -889,7 +901,7 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     if (id == 0) odl_dma_wait_quiet(&odl_in[j]);
     pi_cl_team_barrier();
     if (id == 0 && j) {{ h--; {send} h++; }}
-    odl_units_t(h->pan, h->src, h->ut, h->nu, h->cols, {kdim}, h->pitch, h->c0);
+    {pack}
     pi_cl_team_barrier();
     odl_mm_runs_p(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0, (uint32_t)h->pitch * 2);
   }}
