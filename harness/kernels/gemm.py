@@ -817,28 +817,28 @@ def gen_conv_fw(g, x_sym, x, w_sym, w, b_sym, y_sym, y, keep) -> bool:
     return True
 
 
-ROWS_B = True
 BARRIER_CYCLES = 150   # a team barrier between the steps of a one-fork program, with the cores' imbalance
 
 
-def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tuple, fixed_bytes: int,
-              skew: int = 4):
+def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tuple, fixed_bytes: int):
     """Column chunks of B = S^T (S[kdim][n] K-major in L2) for a product whose A (m rows, a_pitch bytes
-    apart in L1) is small and stays: the chunks arrive one after the other, each transposed into panels
-    by the cores and multiplied within one fork, its results sent by the master from inside the fork while
+    apart in L1) is small and stays: the chunks arrive one after the other, each transposed into rows of
+    K-pairs (read in place by the micro-kernels) by the cores and multiplied within one fork, its results sent by the master from inside the fork while
     the next is computed. Every chunk has buffers of its own (nothing is reused, so nothing waits for a
     transfer to leave). None when they do not all fit L1 next to `fixed_bytes`."""
     plat = g.plat
     bpc = plat.dma["bytes_per_cycle"]
     cores = plat.cluster["cores"]
 
+    rb = _padded(plat, 4 * k2)
+
     def chunk_bytes(cols):
-        return kdim * cp(cols) * 2 + _panel_table(paired_blocks(cp(cols)), k2, skew)[1] + m * cp(cols) * 2
+        return kdim * cp(cols) * 2 + cp(cols) * rb + m * cp(cols) * 2
     if fixed_bytes + chunk_bytes(n) + 4 * 16 * 8 > _budget(plat):   # + a worst case of padding to 4 columns
         return None
 
     def cost(cols):
-        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
+        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
                  cores=cores, c_arg=True)
         return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (9 * (kdim // 2) + 40)
     return plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: m * cp(c) * 2 // bpc, step=4,
@@ -846,7 +846,7 @@ def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tup
 
 
 def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pitch: int, kdim: int, chunks: list,
-                  out_sym: str, out_pitch: int, prep: str = "", after: str = "", skew: int = 4, rows_b: bool = ROWS_B) -> None:
+                  out_sym: str, out_pitch: int, prep: str = "", after: str = "") -> None:
     """The program of plan_cols: the master queues A's transfer (on dq[0], by the caller) and every chunk's
     (2-D, on a tracker of its own), forks once; in the fork core 0 waits for each chunk and, once the
     product of the chunk before has ended on every core, starts that chunk's results' transfer (on dc[0]);
@@ -856,42 +856,28 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     cores = plat.cluster["cores"]
     nch = len(chunks)
     widths = sorted({c1 - c0 for c0, c1 in chunks})
-    tabs = {}
     rb = _padded(plat, 4 * k2)
-
-    def bside(cols):
-        return Side(rows=cp(cols), pitch=rb) if rows_b else Side(rows=cp(cols), skew=skew)
-
-    def pan_bytes(cols):
-        return cp(cols) * rb if rows_b else _panel_table(paired_blocks(cp(cols)), k2, skew)[1]
-    if rows_b:
-        sums = g.buf("l1_sums", 2 * cp(max(widths)))
+    sums = g.buf("l1_sums", 2 * cp(max(widths)))
     for cols in widths:
-        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=bside(cols), c_pitch=cp(cols) * 2,
+        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
                  cores=cores, c_arg=True)
         g.tiles_mm.append(t)
         g.decls.append(t.table(f"odl_t{cols}"))
-        utab = units_panels(paired_blocks(cp(cols)), k2, skew) + [0]
-        g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, utab))} }};")
-        tabs[cols] = len(utab) // 4
     sraw, span, cbuf, rows = [], [], [], []
-    u0 = 0
     for j, (c0, c1) in enumerate(chunks):
         cols = c1 - c0
         sraw.append(g.buf(f"l1_s{j}", kdim * cp(cols) * 2))
-        span.append(g.buf(f"l1_p{j}", pan_bytes(cols)))
+        span.append(g.buf(f"l1_p{j}", cp(cols) * rb))
         cbuf.append(g.buf(f"l1_c{j}", m * cp(cols) * 2))
-        rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_u{cols}, odl_t{cols}_fn, odl_t{cols}_runs, "
-                    f"odl_t{cols}_first, {cbuf[j]}, {_addr(out_sym, c0)}, {tabs[cols]}, {cols}, {cp(cols)}, {u0 % cores} }}")
-        u0 += tabs[cols]
-    g.decls.append("typedef struct { const f16 *src; uint32_t *pan; const uint16_t *ut; odl_mm_fnp const *fn; "
-                   "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t nu, cols, pitch, c0; } odl_chunk_t;")
+        rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_t{cols}_fn, odl_t{cols}_runs, "
+                    f"odl_t{cols}_first, {cbuf[j]}, {_addr(out_sym, c0)}, {cp(cols)} }}")
+    g.decls.append("typedef struct { const f16 *src; uint32_t *pan; odl_mm_fnp const *fn; "
+                   "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t pitch; } odl_chunk_t;")
     g.decls.append(f"static const odl_chunk_t odl_ch[] ODL_TABLE = {{\n  " + ",\n  ".join(rows) + "\n};")
     g.decls.append(f"static PI_L1 odl_dma_t odl_in[{nch}];")
     send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
             .format(m=m, op=out_pitch * 2))
-    pack = (f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, (f16 *){sums});" if rows_b else
-            f"odl_units_t(h->pan, h->src, h->ut, h->nu, h->cols, {kdim}, h->pitch, h->c0);")
+    pack = f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, (f16 *){sums});"
     body = f"""  int id = pi_core_id();
   if (id == 0) odl_dma_wait_quiet(&dq[0]);
   pi_cl_team_barrier();
