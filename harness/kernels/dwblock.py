@@ -253,30 +253,39 @@ class DwWg:
         return row, n_in
 
     def asm(self) -> list:
-        """name(dw, x, dy, db, pix): dw at the first tap (of the row of taps) of the pair, x at the map row
+        """name(dw, x, dy, db, pix, nrows): dw at the first tap (of the row of taps) of the pair, x at the map row
         above the first output's window (the zero row, for the first row of taps), dy at row 0; db the
         pair's bias-gradient word (with bias only); pix the bytes from one pixel (and tap) to the next.
+        nrows is the output rows, ho but for the warm-up run (dwtiles), which runs one row of each row of
+        taps to bring every line of the routine into the instruction cache.
         The pitch is an argument, not a constant, so that the tiles of a layer share one routine and its
         lines in the instruction caches. FP16 partial sums of at most 8 terms, folded into FP32
         (vfdotpex with {1, 0} and {0, 1})."""
         _, n_in = self._row(False)
-        pro = _li(_ONE_LO, ONE_LO) + _li(_ONE_HI, ONE_HI)
+        pro = [f"mv {_NROWS}, a5"]   # before a5 holds an FP32 half
+        pro += _li(_ONE_LO, ONE_LO) + _li(_ONE_HI, ONE_HI)
         pro += _li(_STEP, self.stride * self.wd - n_in) + [f"mul {_STEP}, {_STEP}, {_PP}"]
         if self.rows > 1:   # from one row of taps' first x row to the next's
             pro += _li(_ROWB, self.wd) + [f"mul {_ROWB}, {_ROWB}, {_PP}"]
-        body = []
-        for kh in range(self.rows):
-            with_b = self.bias and kh == 0
-            body += [f"li {r}, 0" for r in _ACC + _LO + _HI] + ([f"li {r}, 0" for r in (_BACC, _BLO, _BHI)] if with_b else [])
-            body += [f"mv {_PDY}, a2", f"mv {_PX}, a1"]
-            body += _li(_CNT, self.ho) + _loop(0, _CNT, self._row(with_b)[0])
+        def one(with_b: bool, more: bool) -> list:
+            """One row of taps; `more`: on to the next one (dw's next tap, x's next row)."""
+            seq = [f"li {r}, 0" for r in _ACC + _LO + _HI] + ([f"li {r}, 0" for r in (_BACC, _BLO, _BHI)] if with_b else [])
+            seq += [f"mv {_PDY}, a2", f"mv {_PX}, a1"]
+            seq += [f"mv {_CNT}, {_NROWS}"] + _loop(0, _CNT, self._row(with_b)[0])
             for kw in range(3):
-                body += [asm.line("vfcpka_h_s", rd=_LO[kw], rs1=_LO[kw], rs2=_HI[kw]), f"sw {_LO[kw]}, 0(a0)"]
-                body += [f"add a0, a0, {_PP}"] if kw < 2 or kh + 1 < self.rows else []
+                seq += [asm.line("vfcpka_h_s", rd=_LO[kw], rs1=_LO[kw], rs2=_HI[kw]), f"sw {_LO[kw]}, 0(a0)"]
+                seq += [f"add a0, a0, {_PP}"] if kw < 2 or more else []
             if with_b:
-                body += [asm.line("vfcpka_h_s", rd=_BLO, rs1=_BLO, rs2=_BHI), "sw " + _BLO + ", 0(a3)"]
-            if kh + 1 < self.rows:
-                body.append(f"add a1, a1, {_ROWB}")
+                seq += [asm.line("vfcpka_h_s", rd=_BLO, rs1=_BLO, rs2=_BHI), "sw " + _BLO + ", 0(a3)"]
+            return seq + ([f"add a1, a1, {_ROWB}"] if more else [])
+        # the rows of taps without the bias run in a hardware loop, not unrolled: the routine's lines are
+        # what every core waits for together the first time it runs in a fork (18 cycles a line)
+        first = one(True, self.rows > 1) if self.bias else []
+        rest = self.rows - (1 if self.bias else 0)
+        if rest > 1:
+            body = first + _li(_KH, rest) + _loop(1, _KH, one(False, True))
+        else:
+            body = first + (one(False, False) if rest else [])
         return _func(self.name, pro, body)
 
 
@@ -288,7 +297,7 @@ _WIN = ["s0", "s1", "s2"]
 _DY, _ONE_LO, _ONE_HI, _PP, _STEP, _ROWB = "a7", "s3", "s4", "a4", "s5", "ra"
 _PDY, _PX = "s6", "s7"
 _BACC, _BLO, _BHI = "s8", "s9", "s10"
-_CNT = "s11"
+_CNT, _NROWS, _KH = "s11", "gp", "tp"
 
 
 def _fold(with_b: bool) -> list:

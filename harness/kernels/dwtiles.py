@@ -130,6 +130,7 @@ def gen(g, ins) -> bool:
         wr = [wr for nm, _, _, _, wr in ins_ if nm == name][0]
         return f"(uint32_t){ib[name][k]} + {wr * cp(n) * 2}" if wr else f"(uint32_t){ib[name][k]}"
     fns = {}
+    warm = None   # the weight-gradient routines, run once on scratch while the first tile arrives
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         key = (k, n, kept(c0, n))
@@ -165,9 +166,12 @@ def gen(g, ins) -> bool:
             rtn = DwWg(**shape, bias=False, rows=1) if split else full
             rtn_b = DwWg(**shape, bias=True, rows=1) if split and db_sym else rtn
             g.asm_more[rtn_b.name] = rtn_b.asm()
+            if warm is None:
+                warm = _wg_warm(g, (full if not split else rtn).name, rtn_b.name, ob[0][0], ib["xs"][0], ib["dy"][0],
+                                ob[0][1] if db_sym else None, p // 2, c2)
             call = (f"  odl_dw3_wg_items({full.name if not split else rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *){ob[k][0]}, "
                     f"(const uint32_t *){ib['xs'][k]}, (const uint32_t *){ib['dy'][k]}, "
-                    + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {p // 2}, {s.w * p // 2}, {int(split)}, {cores});")
+                    + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {p // 2}, {s.w * p // 2}, {s.h_out}, {int(split)}, {cores});")
         g.asm_more[rtn.name] = rtn.asm()
         body.append(call)
         if s.step == "ig" and s.stride == 2 and n % 2:   # products with the zero pad give -0: make it +0
@@ -190,6 +194,8 @@ def gen(g, ins) -> bool:
     g.decls.append("static PI_L1 odl_dma_t odl_dwq[3], odl_dwo[3];   /* in L1: the master updates them at every command */")
     g.body.append("  for (int i = 0; i < 3; i++) odl_dwq[i].n = odl_dwo[i].n = 0;")
     g.body += fetch(0)
+    if warm:
+        g.fork(warm)
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         g.tiles += 1
@@ -204,6 +210,19 @@ def gen(g, ins) -> bool:
             g.body.append(f"  odl_dma_2d(&odl_dwo[{k}], {_addr(xs_sym, c0)}, {interior('x', k, n)}, {cp(n) * 2}, {hw}, {xs.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body += [f"  odl_dma_wait(&odl_dwo[{k}]);" for k in range(sets)]
     return True
+
+
+def _wg_warm(g, fn: str, fn_b: str, dw: str, x: str, dy: str, db: str | None, p2: int, c2: int) -> str:
+    """A fork that runs the weight-gradient routines once each (half the cores one, half the other) while
+    the first tile's DMA runs: their lines reach the shared instruction cache before the first tile's fork,
+    whose cores would otherwise wait on every cold line together. The routines only read L1 (the first
+    tile's buffers, whatever they hold) and write the first tile's output buffers, which its fork then
+    overwrites entirely."""
+    typ = "void (*)(uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, uint32_t, uint32_t)"
+    db_arg = f"(uint32_t *){db} + c" if db else "0"
+    return g.func(f"  int c = pi_core_id() % {c2};\n"
+                  f"  (({typ})(pi_core_id() & 1 ? {fn_b} : {fn}))((uint32_t *){dw} + c, (const uint32_t *){x} + c, "
+                  f"(const uint32_t *){dy} + c, {db_arg}, {4 * p2}, 1);")
 
 
 def _bands(c2: int, rows: int, cores: int) -> int:
@@ -223,4 +242,6 @@ def _wg_split(pairs: list, cores: int, pass_instructions: int) -> bool:
     (`pairs` channel pairs each), so that they share one routine in the instruction caches."""
     whole = sum(-(-c2 // cores) * (3 * pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
     split = sum(-(-3 * c2 // cores) * (pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
+    import os
+    if os.environ.get('WGSPLIT'): return os.environ['WGSPLIT'] == '1'
     return split < whole

@@ -713,17 +713,17 @@ static inline void odl_dw3_items(odl_dw_fn fn, uint32_t *y, const uint32_t *xpad
  * the first row of taps, fn the others), rows of taps outer so that cores working in step read
  * neighbouring words, in different banks. The routines take the pixel pitch in bytes last. */
 static inline void odl_dw3_wg_items(odl_dw_fn full, odl_dw_fn fn, odl_dw_fn fn_b, uint32_t *dw, const uint32_t *xpad,
-                                    const uint32_t *dy, uint32_t *db, int c2, int p2, int row, int split, int nc) {
-  typedef void (*wg_fn)(uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
+                                    const uint32_t *dy, uint32_t *db, int c2, int p2, int row, int ho, int split, int nc) {
+  typedef void (*wg_fn)(uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, uint32_t, uint32_t);
   if (!split) {
-    for (int c = pi_core_id(); c < c2; c += nc) ((wg_fn)full)(dw + c, xpad + c, dy + c, db ? db + c : db, 4 * p2);
+    for (int c = pi_core_id(); c < c2; c += nc) ((wg_fn)full)(dw + c, xpad + c, dy + c, db ? db + c : db, 4 * p2, ho);
     return;
   }
   int c = pi_core_id(), kh = 0;
   while (c >= c2) { c -= c2; kh++; }
   while (kh < 3) {
-    if (kh == 0 && db) ((wg_fn)fn_b)(dw + c, xpad + c, dy + c, db + c, 4 * p2);
-    else ((wg_fn)fn)(dw + 3 * kh * p2 + c, xpad + kh * row + c, dy + c, 0, 4 * p2);
+    if (kh == 0 && db) ((wg_fn)fn_b)(dw + c, xpad + c, dy + c, db + c, 4 * p2, ho);
+    else ((wg_fn)fn)(dw + 3 * kh * p2 + c, xpad + kh * row + c, dy + c, 0, 4 * p2, ho);
     c += nc;
     while (c >= c2) { c -= c2; kh++; }
   }
