@@ -159,6 +159,8 @@ def gen(g, ins) -> bool:
             rtn = DwIg2(wo=s.w_out)
             call = (f"  odl_dw3_items({rtn.name}, (uint32_t *){ob[k][0]}, (const uint32_t *){ib['dy'][k]}, (const uint32_t *){wb[k]}, 0, "
                     f"{c2}, {s.h_out}, {2 * s.w}, {s.w_out}, 1, {p // 2}, {_bands(c2, s.h_out, cores)}, {cores});")
+        elif "wg" in fns:   # one task for every tile: its lines stay in the instruction cache from tile to tile
+            continue
         else:
             shape = dict(h=s.h, wd=s.w, ho=s.h_out, wo=s.w_out, stride=s.stride)
             full = DwWg(**shape, bias=bool(db_sym), rows=3)
@@ -167,18 +169,37 @@ def gen(g, ins) -> bool:
             rtn_b = DwWg(**shape, bias=True, rows=1) if split and db_sym else rtn
             g.asm_more[rtn_b.name] = rtn_b.asm()
             if warm is None:
+                first = {}   # each set's first tile: its zero rows, laid by the warm-up fork
+                for j, (_, m) in enumerate(tiles):
+                    first.setdefault(j % sets, m)
+                zero = [(f"(uint32_t *){ib['xs'][j]}", s.w * cp(m) // 2, (s.h + 1) * s.w * cp(m) // 2) for j, m in first.items()]
                 warm = _wg_warm(g, (full if not split else rtn).name, rtn_b.name, ob[0][0], ib["xs"][0], ib["dy"][0],
-                                ob[0][1] if db_sym else None, p // 2, c2)
-            call = (f"  odl_dw3_wg_items({full.name if not split else rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *){ob[k][0]}, "
-                    f"(const uint32_t *){ib['xs'][k]}, (const uint32_t *){ib['dy'][k]}, "
-                    + (f"(uint32_t *){ob[k][1]}" if db_sym else "0") + f", {c2}, {p // 2}, {s.w * p // 2}, {s.h_out}, {int(split)}, {cores});")
+                                ob[0][1] if db_sym else None, p // 2, c2, zero, cores)
+            # the tile's buffers and sizes come in the fork's argument (odl_wg_tile below)
+            # (the zero rows of a set's first tile are laid in the warm-up fork; a later tile of another
+            # size in the same set lays its own, T->cols)
+            body = ["  const uint32_t *xs = (const uint32_t *)T->src;",
+                    "  if (T->cols) {",
+                    f"    odl_zero_words((uint32_t *)xs, T->aux, {cores});",
+                    f"    odl_zero_words((uint32_t *)xs + T->aux2, T->aux, {cores});",
+                    "    pi_cl_team_barrier();",
+                    "  }"]
+            call = (f"  odl_dw3_wg_items({full.name if not split else rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *)T->dst, "
+                    f"xs, (const uint32_t *)T->src2, (uint32_t *)T->dst2, T->rows, T->pitch, T->aux, {s.h_out}, {int(split)}, {cores});")
         g.asm_more[rtn.name] = rtn.asm()
         body.append(call)
         if s.step == "ig" and s.stride == 2 and n % 2:   # products with the zero pad give -0: make it +0
             body += ["  pi_cl_team_barrier();", f"  odl_zero_lane((f16 *){ob[k][0]}, {hw}, {p}, {n});"]
         if kept(c0, n) % 2:   # the stored tile's pad lane is the next channel: zero it, after its outputs
             body += ["  pi_cl_team_barrier();", f"  odl_zero_lane((f16 *){ib['x'][k]} + {s.w * p}, {hw}, {p}, {n});"]
-        fns[key] = g.func("\n".join(body))
+        fns["wg" if s.step == "wg" else key] = g.func("\n".join(body))
+
+    def odl_wg_tile(k, n):
+        """The weight-gradient task's argument for a tile of n channels in buffer set k."""
+        row = s.w * cp(n) // 2   # words of a zero row (and of a map row)
+        return dict(src=f"(const void *){ib['xs'][k]}", src2=f"(const void *){ib['dy'][k]}", dst=f"(void *){ob[k][0]}",
+                    dst2=f"(void *){ob[k][1]}" if db_sym else "0", rows=(n + 1) // 2, pitch=cp(n) // 2, aux=row,
+                    aux2=(s.h + 1) * row)
 
     def fetch(i):
         c0, n = tiles[i]
@@ -194,16 +215,24 @@ def gen(g, ins) -> bool:
     g.decls.append("static PI_L1 odl_dma_t odl_dwq[3], odl_dwo[3];   /* in L1: the master updates them at every command */")
     g.body.append("  for (int i = 0; i < 3; i++) odl_dwq[i].n = odl_dwo[i].n = 0;")
     g.body += fetch(0)
+    early = bool(warm) and sets > 1   # the second tile's DMA queued behind the first's, before the warm-up fork
+    if early:
+        g.body += fetch(1)
     if warm:
         g.fork(warm)
+    laid = {}   # set -> the channels of the tile whose zero rows it holds
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         g.tiles += 1
         g.body.append(f"  odl_dma_wait(&odl_dwq[{k}]);")
-        if i + 1 < len(tiles):   # the next tile into the next set, once that set's results have left
+        if i + 1 < len(tiles) and not (early and i == 0):   # the next tile into the next set, once that set's results have left
             g.body.append(f"  odl_dma_wait(&odl_dwo[{(i + 1) % sets}]);")
             g.body += fetch(i + 1)
-        g.fork(fns[(k, n, kept(c0, n))])
+        if s.step == "wg":
+            g.fork(fns["wg"], **odl_wg_tile(k, n), cols=int(laid.setdefault(k, n) != n))
+            laid[k] = n
+        else:
+            g.fork(fns[(k, n, kept(c0, n))])
         for j, (sym, t, px) in enumerate(outs_):
             g.body.append(f"  odl_dma_2d(&odl_dwo[{k}], {_addr(sym, c0)}, (uint32_t){ob[k][j]}, {cp(n) * 2}, {px}, {t.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
         if kept(c0, n):
@@ -212,15 +241,19 @@ def gen(g, ins) -> bool:
     return True
 
 
-def _wg_warm(g, fn: str, fn_b: str, dw: str, x: str, dy: str, db: str | None, p2: int, c2: int) -> str:
-    """A fork that runs the weight-gradient routines once each (half the cores one, half the other) while
-    the first tile's DMA runs: their lines reach the shared instruction cache before the first tile's fork,
-    whose cores would otherwise wait on every cold line together. The routines only read L1 (the first
-    tile's buffers, whatever they hold) and write the first tile's output buffers, which its fork then
-    overwrites entirely."""
+def _wg_warm(g, fn: str, fn_b: str, dw: str, x: str, dy: str, db: str | None, p2: int, c2: int, zero: list,
+             cores: int) -> str:
+    """A fork while the first tile's DMA runs: it lays the zero rows of every buffer set ((buffer, words, offset
+    of the bottom row) in `zero`; the DMA writes only between them) and runs the weight-gradient routines for
+    one output row each (half the cores one, half the other), so that their lines reach the shared
+    instruction cache before the first tile's fork, whose cores would otherwise wait on every cold line
+    together. The routines only read L1 (the first tile's buffers, whatever they hold) and write the first
+    tile's output buffers, which its fork then overwrites entirely."""
     typ = "void (*)(uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, uint32_t, uint32_t)"
     db_arg = f"(uint32_t *){db} + c" if db else "0"
-    return g.func(f"  int c = pi_core_id() % {c2};\n"
+    lay = "".join(f"  odl_zero_words({b}, {n}, {cores});\n  odl_zero_words({b} + {off}, {n}, {cores});\n"
+                  for b, n, off in zero)
+    return g.func(lay + f"  int c = pi_core_id() % {c2};\n"
                   f"  (({typ})(pi_core_id() & 1 ? {fn_b} : {fn}))((uint32_t *){dw} + c, (const uint32_t *){x} + c, "
                   f"(const uint32_t *){dy} + c, {db_arg}, {4 * p2}, 1);")
 
