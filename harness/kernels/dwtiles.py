@@ -215,9 +215,11 @@ def gen(g, ins) -> bool:
     g.decls.append("static PI_L1 odl_dma_t odl_dwq[3], odl_dwo[3];   /* in L1: the master updates them at every command */")
     g.body.append("  for (int i = 0; i < 3; i++) odl_dwq[i].n = odl_dwo[i].n = 0;")
     g.body += fetch(0)
-    early = bool(warm) and sets > 1   # the second tile's DMA queued behind the first's, before the warm-up fork
-    if early:
-        g.body += fetch(1)
+    # with a warm-up fork, every buffer set's first tile is queued at once behind the first (the sets are all
+    # free): the master's next forks then find them arrived and issue only the results
+    early = min(sets, len(tiles)) if warm else 1
+    for i in range(1, early):
+        g.body += fetch(i)
     if warm:
         g.fork(warm)
     laid = {}   # set -> the channels of the tile whose zero rows it holds
@@ -225,7 +227,7 @@ def gen(g, ins) -> bool:
         k = i % sets
         g.tiles += 1
         g.body.append(f"  odl_dma_wait(&odl_dwq[{k}]);")
-        if i + 1 < len(tiles) and not (early and i == 0):   # the next tile into the next set, once that set's results have left
+        if early <= i + 1 < len(tiles):   # the next tile into the next set, once that set's results have left
             g.body.append(f"  odl_dma_wait(&odl_dwo[{(i + 1) % sets}]);")
             g.body += fetch(i + 1)
         if s.step == "wg":
