@@ -130,7 +130,7 @@ def gen(g, ins) -> bool:
         wr = [wr for nm, _, _, _, wr in ins_ if nm == name][0]
         return f"(uint32_t){ib[name][k]} + {wr * cp(n) * 2}" if wr else f"(uint32_t){ib[name][k]}"
     fns = {}
-    warm = None   # the weight-gradient routines, run once on scratch while the first tile arrives
+    warm, set_first = None, {}   # the weight-gradient routines, run once on scratch while the first tile arrives
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         key = (k, n, kept(c0, n))
@@ -168,11 +168,11 @@ def gen(g, ins) -> bool:
             rtn = DwWg(**shape, bias=False, rows=1) if split else full
             rtn_b = DwWg(**shape, bias=True, rows=1) if split and db_sym else rtn
             g.asm_more[rtn_b.name] = rtn_b.asm()
-            if warm is None:
-                first = {}   # each set's first tile: its zero rows, laid by the warm-up fork
+            if warm is None and len(tiles) > 1:   # (one tile: nothing to overlap the warm-up's fork with but one DMA)
+                set_first = {}   # each set's first tile: its zero rows, laid by the warm-up fork
                 for j, (_, m) in enumerate(tiles):
-                    first.setdefault(j % sets, m)
-                zero = [(f"(uint32_t *){ib['xs'][j]}", s.w * cp(m) // 2, (s.h + 1) * s.w * cp(m) // 2) for j, m in first.items()]
+                    set_first.setdefault(j % sets, m)
+                zero = [(f"(uint32_t *){ib['xs'][j]}", s.w * cp(m) // 2, (s.h + 1) * s.w * cp(m) // 2) for j, m in set_first.items()]
                 warm = _wg_warm(g, (full if not split else rtn).name, rtn_b.name, ob[0][0], ib["xs"][0], ib["dy"][0],
                                 ob[0][1] if db_sym else None, p // 2, c2, zero, cores)
             # the tile's buffers and sizes come in the fork's argument (odl_wg_tile below)
@@ -222,7 +222,7 @@ def gen(g, ins) -> bool:
         g.body += fetch(i)
     if warm:
         g.fork(warm)
-    laid = {}   # set -> the channels of the tile whose zero rows it holds
+    laid = dict(set_first) if warm else {}   # set -> the channels of the tile whose zero rows it holds
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         g.tiles += 1
@@ -231,7 +231,7 @@ def gen(g, ins) -> bool:
             g.body.append(f"  odl_dma_wait(&odl_dwo[{(i + 1) % sets}]);")
             g.body += fetch(i + 1)
         if s.step == "wg":
-            g.fork(fns["wg"], **odl_wg_tile(k, n), cols=int(laid.setdefault(k, n) != n))
+            g.fork(fns["wg"], **odl_wg_tile(k, n), cols=int(laid.get(k) != n))
             laid[k] = n
         else:
             g.fork(fns[(k, n, kept(c0, n))])
