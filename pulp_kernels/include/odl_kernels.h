@@ -732,7 +732,7 @@ static inline void odl_dw3_wg_items(odl_dw_fn full, odl_dw_fn fn, odl_dw_fn fn_b
 /* Zero n words, split across the nc cores (word i by core i mod nc: the cores' stores in different banks).
  * Eight stores a loop turn, since a taken branch costs more than a store; not inlined, so that the calls
  * of a program share its lines in the instruction cache. */
-static __attribute__((noinline)) void odl_zero_words(uint32_t *p, int n, int nc) {
+static __attribute__((noinline, unused)) void odl_zero_words(uint32_t *p, int n, int nc) {
   uint32_t *q = p + pi_core_id(), *end = p + n;
   for (; q + 7 * nc < end; q += 8 * nc) {
     q[0] = 0; q[nc] = 0; q[2 * nc] = 0; q[3 * nc] = 0; q[4 * nc] = 0; q[5 * nc] = 0; q[6 * nc] = 0; q[7 * nc] = 0;
