@@ -66,6 +66,9 @@ Machine::Machine(const std::map<std::string, double>& values) {
     }
     cores.emplace_back(c);
   }
+  for (int i = 0; i < n_cluster; i++)
+    for (int j = 0; j < n_cluster; j++)
+      if (j != i && pe(i).fpu_busy && pe(i).fpu_busy == pe(j).fpu_busy) pe(i).fpu_peers.push_back(&pe(j));
   for (auto& k : cores) {
     k->order = (uint32_t)k->index;
     by_order.push_back(k.get());

@@ -305,6 +305,7 @@ class Core {
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
+  bool fpu_ahead() const;
   bool refill_private(uint32_t pc) const;
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
@@ -334,6 +335,7 @@ class Core {
     }
   }
   uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
+  std::vector<const Core*> fpu_peers;  // the other cores that issue to it
   uint64_t* div_busy = nullptr;  // the divide/sqrt unit it shares (nullptr: its own)
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
   uint32_t tcdm_banks = 1;
