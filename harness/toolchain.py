@@ -101,19 +101,21 @@ def elf_cache_dir() -> Path:
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
-          cache: bool = False, fixed: list | None = None) -> Path:
+          cache: bool = False, fixed: list | None = None, pch: Path | None = None) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
     like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
     libraries placed first in the program's code with every function of theirs kept, so that they lie
     at the same addresses in every program that links them (the same instruction-cache sets). With `cache`,
     an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
     copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
-    rerun after a change of the simulator alone simulates without compiling."""
+    rerun after a change of the simulator alone simulates without compiling. PCH names a header every
+    C source includes first: it is parsed once, into a precompiled header kept with the runtime's objects
+    (the objects are the same; a source it does not suit is compiled without it)."""
     with hosttime.phase("compile"):
-        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed)
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch)
 
 
-def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed) -> Path:
+def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None) -> Path:
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -162,9 +164,13 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
     else:
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
             compiled = []
+            pre = _precompiled(tc, common, gen, Path(pch), incs) if pch and tc.kind == "clang" else None
             for i, s in enumerate(srcs):
                 obj = Path(tmp) / f"{i}-{s.stem}.o"
-                _check(procs.run(common + ["-c", str(s), "-o", str(obj)]))
+                cmd = common + ["-c", str(s), "-o", str(obj)]
+                proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:]) if pre and s.suffix == ".c" else None
+                if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
+                    _check(procs.run(cmd))
                 compiled.append(obj)
             _check(procs.run(linker.command([*objs, *compiled], keep + link_flags, output)))
     hosttime.count("elf_built")
@@ -175,6 +181,31 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
         shutil.copyfile(output, tmp)
         os.replace(tmp, cached)   # concurrent builds of the same program write the same bytes
     return output
+
+
+# Headers are checked by content, not only by time, so that a header touched without a change (a
+# checkout) does not make clang refuse the precompiled header.
+PCH_USE = ["-fpch-validate-input-files-content"]
+
+
+def _precompiled(tc: Toolchain, common: list, gen: Path, header: Path, incs: list) -> Path | None:
+    """`header` precompiled with the program's flags, named by them and by every header it can reach
+    (the include directories' and the generated ones); None when it does not compile."""
+    h = hashlib.sha256(("\0".join(common) + tc.version + str(header)).encode())
+    for d in sorted({Path(i[2:]) for i in incs}):
+        for p in sorted(d.glob("*.h")):
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    out = gen / "obj" / f"{header.stem}-{h.hexdigest()[:16]}.pch"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".pch.tmp")
+        os.close(fd)
+        proc = procs.run(common[:1] + PCH_USE + common[1:] + ["-x", "c-header", str(header), "-o", tmp])
+        if proc.returncode != 0:
+            Path(tmp).unlink(missing_ok=True)   # clang removes its output when it fails
+            return None
+        os.replace(tmp, out)   # concurrent builds write the same header
+    return out
 
 
 def _check(proc) -> None:

@@ -389,7 +389,8 @@ def build(prog: progmod.Program, plat, workdir: Path) -> Path:
     # the library and the micro-kernels first and whole: at the same addresses in every deployed program
     fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True)
+                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True,
+                           pch=INCLUDE / "odl_deploy.h")
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):

@@ -1,6 +1,7 @@
-"""Programs are compiled with clang -c and linked by calling ld.lld with the arguments clang's driver
-would give it (toolchain.Linker): the ELF must be the one the driver builds, byte for byte, for a
-plain program with data, for a deployed stage program and for a kernel-library program."""
+"""Two shortcuts of the build, which must not change a byte of the ELF: programs are compiled with
+clang -c and linked by calling ld.lld with the arguments clang's driver would give it
+(toolchain.Linker), and the header every stage program includes first is parsed once into a
+precompiled header. Each ELF is compared with the one the driver builds in one call from the sources."""
 from __future__ import annotations
 
 import pytest
@@ -65,3 +66,43 @@ def test_direct_link_gives_the_drivers_elf_for_a_stage_program(tmp_path, monkeyp
             return runner.build(prog, plat, d)
         direct, driver = _both(monkeypatch, tmp_path, build)
         assert direct == driver
+
+
+@needs_clang
+def test_precompiled_header_is_made_once_and_changes_nothing(tmp_path, monkeypatch):
+    _, jobs = runner.stage_jobs(runner.Point("phinet", "cifar10", 2, 0.7, "paper"))
+    plat = platmod.load("paper")
+    prog = jobs[1].program()[3]
+    made = []
+    real = toolchain._precompiled
+
+    def spy(*a):
+        out = real(*a)
+        made.append(out)
+        return out
+    monkeypatch.setattr(toolchain, "_precompiled", spy)
+    elfs = []
+    for tag in ("a", "b"):
+        d = tmp_path / tag
+        d.mkdir()
+        monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / f"cache-{tag}"))
+        elfs.append(runner.build(prog, plat, d).read_bytes())
+    assert len(made) == 2 and made[0] == made[1] and made[0].exists()
+    assert made[0].suffix == ".pch"
+    monkeypatch.setattr(toolchain, "_precompiled", lambda *a: None)   # no header: compiled as it is
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "cache-c"))
+    d = tmp_path / "c"
+    d.mkdir()
+    assert runner.build(prog, plat, d).read_bytes() == elfs[0] == elfs[1]
+
+
+@needs_clang
+def test_a_header_that_does_not_suit_is_not_used(tmp_path):
+    """A source the precompiled header cannot serve (here: it does not compile as a header) still
+    builds, as without it."""
+    plat = platmod.load("pulp-open")
+    (tmp_path / "bad.h").write_text("#error not a header for this program\n")
+    (tmp_path / "p.c").write_text("int main(void) { return 3; }\n")
+    a = toolchain.build([tmp_path / "p.c"], tmp_path / "a.elf", plat, pch=tmp_path / "bad.h")
+    b = toolchain.build([tmp_path / "p.c"], tmp_path / "b.elf", plat)
+    assert a.read_bytes() == b.read_bytes()
