@@ -160,7 +160,8 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
     link_flags = ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections"]
     linker = _linker(tc, tuple(common)) if srcs else None
     if linker is None:
-        _check(procs.run(common + [str(o) for o in objs] + [str(s) for s in srcs] + keep + link_flags + ["-o", str(output)]))
+        _check(procs.run(common + [str(o) for o in objs] + [str(s) for s in srcs] + keep + link_flags
+                         + ["-o", str(output)]))
     else:
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
             compiled = []
@@ -168,7 +169,9 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
             for i, s in enumerate(srcs):
                 obj = Path(tmp) / f"{i}-{s.stem}.o"
                 cmd = common + ["-c", str(s), "-o", str(obj)]
-                proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:]) if pre and s.suffix == ".c" else None
+                proc = None
+                if pre and s.suffix == ".c":
+                    proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
                 if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
                     _check(procs.run(cmd))
                 compiled.append(obj)
