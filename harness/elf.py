@@ -9,6 +9,7 @@ refused instead of silently measuring the wrong memory map.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +74,36 @@ def _platform_note(elf: ELFFile) -> str | None:
     return sec.data().split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
 
 
+_SYM = struct.Struct("<IIIBBH")   # Elf32_Sym: st_name, st_value, st_size, st_info, st_other, st_shndx
+_STT_OBJECT, _STT_FUNC = 1, 2      # STT_NOTYPE is 0
+
+
+def _symbols(elf: ELFFile) -> tuple[dict, dict]:
+    """Name -> value of the symbols that name code or data, and name -> entry of the functions, read
+    straight from .symtab (a sweep loads thousands of programs; pyelftools parses a symbol at a time)."""
+    syms, funcs = {}, {}
+    tab = elf.get_section_by_name(".symtab")
+    if tab is None:
+        return syms, funcs
+    strtab = elf.get_section(tab["sh_link"]).data()
+    data = tab.data()
+    size = tab["sh_entsize"] or _SYM.size
+    for off in range(0, len(data) - _SYM.size + 1, size):
+        name_off, value, sym_size, info, _, _ = _SYM.unpack_from(data, off)
+        if not name_off:
+            continue
+        kind = info & 0xF
+        if kind > _STT_FUNC:
+            continue
+        name = strtab[name_off:strtab.index(b"\0", name_off)].decode("utf-8", errors="replace")
+        if not name:
+            continue
+        syms[name] = value
+        if kind == _STT_FUNC and sym_size > 0:
+            funcs[name] = value & ~1
+    return syms, funcs
+
+
 def load(path, platform=None) -> Program:
     """Read and check the program at `path`; with `platform`, also that it fits and was built for it."""
     path = Path(path)
@@ -112,14 +143,7 @@ def load(path, platform=None) -> Program:
             entry = elf["e_entry"]
             if not any(s.executable and s.addr <= entry < s.addr + s.memsz for s in segs):
                 raise UserError(f"{path}: entry point 0x{entry:08x} is not in an executable segment; {REBUILD}")
-            syms, funcs = {}, {}
-            tab = elf.get_section_by_name(".symtab")
-            if tab is not None:
-                for s in tab.iter_symbols():
-                    if s.name and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
-                        syms[s.name] = s["st_value"]
-                    if s.name and s["st_info"]["type"] == "STT_FUNC" and s["st_size"] > 0:
-                        funcs[s.name] = s["st_value"] & ~1
+            syms, funcs = _symbols(elf)
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types

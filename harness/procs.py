@@ -155,9 +155,18 @@ def _set_pdeathsig(sig: int) -> None:
         pass
 
 
+def one_blas_thread() -> None:
+    """Sweeps run in parallel processes, not threads: NumPy's BLAS keeps to one thread in each (its idle
+    threads would spin on the cores the other workers need)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def worker_init(parent_pid: int) -> None:
     """Initializer of a pool worker: Ctrl-C is the parent's to handle; SIGTERM, or the parent's death,
     ends the worker and its children."""
+    one_blas_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_terminated)
@@ -171,6 +180,7 @@ def cluster_worker_init() -> None:
     SIGTERM ends the worker and its children. No parent-death signal: the worker was started by a
     short-lived thread of the client, whose end would fire it; Dask's worker exits by itself when the
     pipe from its parent process closes."""
+    one_blas_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_terminated)

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -100,19 +101,21 @@ def elf_cache_dir() -> Path:
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
-          cache: bool = False, fixed: list | None = None) -> Path:
+          cache: bool = False, fixed: list | None = None, pch: Path | None = None) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
     like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
     libraries placed first in the program's code with every function of theirs kept, so that they lie
     at the same addresses in every program that links them (the same instruction-cache sets). With `cache`,
     an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
     copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
-    rerun after a change of the simulator alone simulates without compiling."""
+    rerun after a change of the simulator alone simulates without compiling. PCH names a header every
+    C source includes first: it is parsed once, into a precompiled header kept with the runtime's objects
+    (the objects are the same; a source it does not suit is compiled without it)."""
     with hosttime.phase("compile"):
-        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed)
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch)
 
 
-def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed) -> Path:
+def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None) -> Path:
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -153,14 +156,26 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
             shutil.copyfile(cached, output)
             hosttime.count("elf_cached")
             return output
-    cmd = common + [str(o) for o in objs] + [str(s) for s in srcs]
-    cmd += [f"-Wl,--undefined={f}" for o in first for f in _functions(o)]
-    cmd += ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections", "-o", str(output)]
-    proc = procs.run(cmd)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
-        raise BuildError(proc.stderr, first)
+    keep = [f"-Wl,--undefined={f}" for o in first for f in _functions(o)]
+    link_flags = ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections"]
+    linker = _linker(tc, tuple(common)) if srcs else None
+    if linker is None:
+        _check(procs.run(common + [str(o) for o in objs] + [str(s) for s in srcs] + keep + link_flags
+                         + ["-o", str(output)]))
+    else:
+        with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
+            compiled = []
+            pre = _precompiled(tc, common, gen, Path(pch), incs) if pch and tc.kind == "clang" else None
+            for i, s in enumerate(srcs):
+                obj = Path(tmp) / f"{i}-{s.stem}.o"
+                cmd = common + ["-c", str(s), "-o", str(obj)]
+                proc = None
+                if pre and s.suffix == ".c":
+                    proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
+                if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
+                    _check(procs.run(cmd))
+                compiled.append(obj)
+            _check(procs.run(linker.command([*objs, *compiled], keep + link_flags, output)))
     hosttime.count("elf_built")
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +184,81 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
         shutil.copyfile(output, tmp)
         os.replace(tmp, cached)   # concurrent builds of the same program write the same bytes
     return output
+
+
+# Headers are checked by content, not only by time, so that a header touched without a change (a
+# checkout) does not make clang refuse the precompiled header.
+PCH_USE = ["-fpch-validate-input-files-content"]
+
+
+def _precompiled(tc: Toolchain, common: list, gen: Path, header: Path, incs: list) -> Path | None:
+    """`header` precompiled with the program's flags, named by them and by every header it can reach
+    (the include directories' and the generated ones); None when it does not compile."""
+    h = hashlib.sha256(("\0".join(common) + tc.version + str(header)).encode())
+    for d in sorted({Path(i[2:]) for i in incs}):
+        for p in sorted(d.glob("*.h")):
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    out = gen / "obj" / f"{header.stem}-{h.hexdigest()[:16]}.pch"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".pch.tmp")
+        os.close(fd)
+        proc = procs.run(common[:1] + PCH_USE + common[1:] + ["-x", "c-header", str(header), "-o", tmp])
+        if proc.returncode != 0:
+            Path(tmp).unlink(missing_ok=True)   # clang removes its output when it fails
+            return None
+        os.replace(tmp, out)   # concurrent builds write the same header
+    return out
+
+
+def _check(proc) -> None:
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "unknown compiler error")
+        raise BuildError(proc.stderr, first)
+
+
+@dataclass(frozen=True)
+class Linker:
+    """The ld.lld command clang's driver runs to link a program: its own arguments before the inputs
+    and after the pass-through options. Calling ld.lld with them directly links the same ELF, byte for
+    byte, without starting the driver a second time for every program of a sweep."""
+    head: tuple
+    tail: tuple
+
+    def command(self, inputs: list, flags: list, output: Path) -> list:
+        passed = []
+        for f in flags:   # the driver's spelling of what it passes on: -static is in its tail
+            if f.startswith("-Wl,"):
+                passed += f[4:].split(",")
+            elif f != "-static":
+                raise ValueError(f"{f}: not a linker flag the direct link knows")
+        return [*self.head, *(str(i) for i in inputs), *passed, *self.tail, "-o", str(output)]
+
+
+_MARK_IN, _MARK_FLAG, _MARK_OUT = "pulp-odl-input.o", "--pulp-odl-flags", "pulp-odl-output.elf"
+
+
+@functools.lru_cache(maxsize=None)
+def _linker(tc: Toolchain, common: tuple) -> Linker | None:
+    """What the driver would run to link with these flags, asked once (clang -###); None when the
+    answer has not the expected shape (another compiler, another driver): then the driver links."""
+    if tc.kind != "clang":
+        return None
+    with tempfile.TemporaryDirectory(prefix="pulp-odl-link-") as tmp:
+        marker = str(Path(tmp) / _MARK_IN)   # the driver wants its inputs to exist
+        Path(marker).touch()
+        proc = procs.run([*common, "-###", marker, f"-Wl,{_MARK_FLAG}", "-static", "-o", _MARK_OUT])
+    jobs = [shlex.split(ln) for ln in proc.stderr.splitlines() if ln.startswith(" \"")]
+    if proc.returncode != 0 or len(jobs) != 1:
+        return None
+    argv = jobs[0]
+    if argv.count(marker) != 1 or argv.count(_MARK_FLAG) != 1 or argv[-2:] != ["-o", _MARK_OUT]:
+        return None
+    i, f = argv.index(marker), argv.index(_MARK_FLAG)
+    if f != i + 1 or "lld" not in Path(argv[0]).name:
+        return None
+    return Linker(tuple(argv[:i]), tuple(argv[f + 1:-2]))
 
 
 @functools.lru_cache(maxsize=None)

@@ -136,6 +136,16 @@ def overlaps(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return any(not (h1 < l2 or l1 > h2) for l1, h1 in a for l2, h2 in b)
 
 
+def _mask(life: list[tuple[int, int]]) -> int:
+    """The positions of Step.sequence() in the intervals, as the bits of an integer: two lifetimes
+    overlap (`overlaps`) when their masks share a bit, one AND instead of comparing every pair of
+    intervals (a per-chunk tensor has one per chunk; planning a sweep asks this millions of times)."""
+    m = 0
+    for lo, hi in life:
+        m |= (1 << (hi + 1)) - (1 << lo)
+    return m
+
+
 def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
@@ -214,13 +224,14 @@ class _Arena:
 
     def __init__(self, budget: int):
         self.budget = budget
-        self.items: list[tuple[int, int, list]] = []   # offset, end, lifetime intervals
+        self.items: list[tuple[int, int, int]] = []   # offset, end, lifetime as a set of positions (_mask)
         self.offsets: dict[str, int] = {}
         self.size = 0
 
     def place(self, name: str, nbytes: int, life: list[tuple[int, int]]) -> int | None:
         size = _align(nbytes)
-        busy = sorted((o, e) for o, e, lf in self.items if overlaps(lf, life))
+        live = _mask(life)
+        busy = sorted((o, e) for o, e, lf in self.items if lf & live)
         best, best_gap, cur = None, None, 0
         for o, e in busy:
             if o - cur >= size and (best_gap is None or o - cur < best_gap):
@@ -230,7 +241,7 @@ class _Arena:
             best = cur
         if best + size > self.budget:
             return None
-        self.items.append((best, best + size, life))
+        self.items.append((best, best + size, live))
         self.offsets[name] = best
         self.size = max(self.size, best + size)
         return best

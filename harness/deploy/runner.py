@@ -238,10 +238,20 @@ class StageJob:
         return plan, st
 
     def program(self):
-        plan, st = self.context()
-        local = local_plan(plan, st, self.variant)
-        prog = progmod.stage_program(Gen(local, plan.platform), st, self.variant)
-        return plan, local, st, prog
+        """The stage's program, generated once per job object: a worker asks for it for the cache key
+        (provenance) and then for the run."""
+        made = self.__dict__.get("_made")
+        if made is None:
+            plan, st = self.context()
+            local = local_plan(plan, st, self.variant)
+            made = self.__dict__["_made"] = (plan, local, st, progmod.stage_program(Gen(local, plan.platform), st,
+                                                                                      self.variant))
+        return made
+
+    def __getstate__(self):   # a job travels to a worker without what it generated here
+        state = dict(self.__dict__)
+        state.pop("_made", None)
+        return state
 
     def provenance(self) -> dict:
         _, _, _, prog = self.program()
@@ -252,6 +262,7 @@ class StageJob:
 
     def run(self) -> dict:
         plan, local, st, prog = self.program()
+        self.__dict__.pop("_made", None)   # a sweep of one process keeps thousands of jobs: not their programs
         return run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point))
 
 
@@ -378,7 +389,8 @@ def build(prog: progmod.Program, plat, workdir: Path) -> Path:
     # the library and the micro-kernels first and whole: at the same addresses in every deployed program
     fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True)
+                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True,
+                           pch=INCLUDE / "odl_deploy.h")
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):

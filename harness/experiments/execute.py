@@ -138,6 +138,8 @@ class LocalPool:
         """Nothing to reach: the pool starts when there are runs (`start`)."""
 
     def start(self, pending: list, console: Console) -> None:
+        if self.jobs == 1:
+            procs.one_blas_thread()   # the runs happen here
         if self.jobs > 1:
             self._pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)),
                                                 initializer=procs.worker_init, initargs=(os.getpid(),),

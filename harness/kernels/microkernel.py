@@ -6,6 +6,8 @@ vfdotpex.s.h (32 MACs in 24 instructions, no load-use stall). The loop body is 9
 lp.setup (count in a register) rather than lp.setupi."""
 from __future__ import annotations
 
+import functools
+
 from harness.isa import asm
 
 ACC = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6"]
@@ -143,8 +145,10 @@ def packk2() -> list:
         + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_packk2, . - odl_packk2", ""]
 
 
+@functools.lru_cache(maxsize=None)
 def kernels() -> str:
-    """All generated assembly routines of the kernel library."""
+    """All generated assembly routines of the kernel library (made once per process: every stage
+    program of a sweep links the same text)."""
     return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *mm4x4_run(False), *mm4x4_run(True), *packk2()])
 
 

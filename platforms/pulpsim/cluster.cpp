@@ -34,6 +34,7 @@ void Machine::process_timed(uint64_t upto) {
       }
       case T_CORE_START: {
         Core& c = pe((int)e.a);
+        keys_stale = true;
         if (!c.active) {
           c.active = true;
           c.sleeping = false;
@@ -79,6 +80,7 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
   }
   c.sleeping = false;
   c.wait = Core::W_NONE;
+  c.m->keys_stale = true;
   c.m->woke(c);
   // The running core must not get ahead of it, nor take its turn in that cycle if it now runs first.
   if (c.cycle - 1 < c.m->run_bound) c.m->run_bound = c.cycle - 1;

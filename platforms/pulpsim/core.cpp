@@ -238,13 +238,9 @@ void Core::div_cost(uint32_t divisor, bool is_signed) {
   ev[X_DIV] += cycles - 1;
 }
 
-int Core::rm_resolve(int rm) {
-  if (rm == 7) rm = (int)frm;
-  if (rm > 4) {
-    fault("illegal instruction", "invalid rounding mode " + std::to_string(rm));
-    return 0;
-  }
-  return rm;
+int Core::rm_invalid(int rm) {
+  fault("illegal instruction", "invalid rounding mode " + std::to_string(rm));
+  return 0;
 }
 
 // INSTR and RVC follow from the per-operation counts, which the execution loop keeps instead of
@@ -518,8 +514,19 @@ inline bool Core::refill_private(uint32_t at) const {
   return (at & line_mask) != line_mask - 1 || icache.holds(line + 1);
 }
 
+// A shared FPU orders the claims of the cores that issue to it, so an FP op past the core's turn is
+// exact when it cannot change that order: every other core of its FPU runs (a sleeping or stopped one
+// may be woken at an earlier cycle) and is already at a later cycle than this op, so each of their
+// claims still to come follows it, as in the schedule of one instruction at a time. The rule is
+// symmetric, so none of their claims ran ahead of this one either.
+inline bool Core::fpu_ahead() const {
+  for (const Core* p : fpu_peers)
+    if (!p->active || p->sleeping || p->cycle <= cycle) return false;
+  return true;
+}
+
 inline bool Core::is_private(const Insn* d) const {
-  return d->priv == TP_ALWAYS || (d->priv == TP_OWN_FPU && fpu_busy == nullptr);
+  return d->priv == TP_ALWAYS || (d->priv == TP_OWN_FPU && (fpu_busy == nullptr || fpu_ahead()));
 }
 
 template <bool TRACE, bool TIMELINE>

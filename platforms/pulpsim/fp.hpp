@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__FAST_MATH__)
 #error "fp.hpp needs strict IEEE-754 binary64 arithmetic; do not compile it with -ffast-math"
@@ -135,6 +136,21 @@ template <class F> static inline uint32_t overflow_result(bool neg, int rm, uint
 
 // Round a finite double (exact value or a round-to-odd approximation of it) to format F.
 template <class F> static inline uint32_t round_pack(double x, int rm, uint32_t& fl) {
+    if constexpr (std::is_same_v<F, F32>) {
+        // The usual case, binary32 results in the normal range under RNE: the host's conversion
+        // rounds to nearest even exactly as the code below (input and output are normal numbers, so
+        // no host flush-to-zero mode can touch them); a result that overflows takes the long way.
+        const double ax = std::fabs(x);
+        if (rm == RNE && ax >= 0x1p-126 && ax < 0x1p128) {
+            const float f = (float)x;
+            if (std::fabs(f) <= FLT_MAX) {
+                fl |= (uint32_t)((double)f != x) * NX;
+                uint32_t r;
+                std::memcpy(&r, &f, sizeof r);
+                return r;
+            }
+        }
+    }
     const uint64_t u = d2u(x);
     const bool neg = (u >> 63) != 0;
     const uint32_t sbit = neg ? F::SIGN : 0u;
@@ -178,19 +194,24 @@ template <class F> static inline uint32_t zero_sum_sign(uint32_t sx, uint32_t sy
     return sx == sy ? sx : (rm == RDN ? F::SIGN : 0u);
 }
 
+// The sum of two finite values of F given as their exact doubles (signed zeros kept), rounded to F.
+// The FP16 dot products call it directly with their binary32 products, which are exact doubles.
+template <class F> static inline uint32_t add_exact(double x, double y, int rm, uint32_t& fl) {
+    const double s = x + y;
+    if (s == 0) return zero_sum_sign<F>(std::signbit(x) ? F::SIGN : 0u, std::signbit(y) ? F::SIGN : 0u, rm);  // exact
+    if (F::ADD_EXACT) return round_pack<F>(s, rm, fl);
+    const double bv = s - x;                  // TwoSum
+    const double e = (x - (s - bv)) + (y - bv);
+    return round_pack<F>(round_odd(s, e != 0, std::signbit(e) == std::signbit(s)), rm, fl);
+}
+
 template <class F> static inline uint32_t add(uint32_t a, uint32_t b, int rm, uint32_t& fl) {
     if (is_special<F>(a) | is_special<F>(b)) {
         if (is_nan<F>(a) || is_nan<F>(b)) return nan_result<F>(is_snan<F>(a) || is_snan<F>(b), fl);
         if (is_inf<F>(a) && is_inf<F>(b) && ((a ^ b) & F::SIGN)) { fl |= NV; return F::CNAN; }
         return is_inf<F>(a) ? a : b;
     }
-    const double x = to_double<F>(a), y = to_double<F>(b);
-    const double s = x + y;
-    if (s == 0) return zero_sum_sign<F>(a & F::SIGN, b & F::SIGN, rm);   // s==0 => exact
-    if (F::ADD_EXACT) return round_pack<F>(s, rm, fl);
-    const double bv = s - x;                  // TwoSum
-    const double e = (x - (s - bv)) + (y - bv);
-    return round_pack<F>(round_odd(s, e != 0, std::signbit(e) == std::signbit(s)), rm, fl);
+    return add_exact<F>(to_double<F>(a), to_double<F>(b), rm, fl);
 }
 
 template <class F> static inline uint32_t mul(uint32_t a, uint32_t b, int rm, uint32_t& fl) {

@@ -66,6 +66,9 @@ Machine::Machine(const std::map<std::string, double>& values) {
     }
     cores.emplace_back(c);
   }
+  for (int i = 0; i < n_cluster; i++)
+    for (int j = 0; j < n_cluster; j++)
+      if (j != i && pe(i).fpu_busy && pe(i).fpu_busy == pe(j).fpu_busy) pe(i).fpu_peers.push_back(&pe(j));
   for (auto& k : cores) {
     k->order = (uint32_t)k->index;
     by_order.push_back(k.get());
@@ -394,6 +397,10 @@ bool Machine::poll_host(uint64_t now) {
 static const unsigned KEY_BITS = 6;                 // bits of the core position in a scheduling key
 static const uint64_t KEY_MASK = (1u << KEY_BITS) - 1;
 
+static inline uint64_t sched_key(const Core& k) {
+  return (k.active & !k.sleeping) ? (k.cycle << KEY_BITS) | k.order : UINT64_MAX;
+}
+
 Status Machine::run(uint64_t max_cycles) {
   // A FC that polls for cluster cores which all wait forever would spin to the cycle limit: when only
   // the FC runs, every active cluster core sleeps, nothing is scheduled and the FC stores nothing for
@@ -401,21 +408,34 @@ Status Machine::run(uint64_t max_cycles) {
   const uint64_t SPIN_WINDOW = 1000000;
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
+  const size_t ncores = cores.size();
+  keys.assign(ncores, UINT64_MAX);
+  keys_stale = true;
+  Core* last = nullptr;   // the core of the last turn
+  uint64_t big = 0;       // every cycle of a key, or-ed: keys are exact while it leaves room for the position
   while (status == Status::Running) {
     // c: the core to run; (second, second_pos): the earliest of the others. Each runnable core's key is
     // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), so
     // that the two smallest come out of one pass without a branch per core (a scan with branches is most
     // of the cost of a turn when the cores run in step); cycles that do not leave room for the position
-    // take the exact slow path.
+    // take the exact slow path. Usually only the last core's key has changed since the last turn.
     Core* c = nullptr;
     uint64_t second = UINT64_MAX;
     uint32_t second_pos = UINT32_MAX;
-    uint64_t k1 = UINT64_MAX, k2 = UINT64_MAX, big = 0;
-    const size_t ncores = cores.size();
+    if (keys_stale) {
+      keys_stale = false;
+      for (size_t i = 0; i < ncores; i++) {
+        keys[i] = sched_key(*cores[i]);
+        big |= cores[i]->cycle;
+      }
+    } else if (last) {
+      keys[last->index] = sched_key(*last);
+      big |= last->cycle;
+    }
+    uint64_t k1 = UINT64_MAX, k2 = UINT64_MAX;
+    const uint64_t* kk = keys.data();
     for (size_t i = 0; i < ncores; i++) {
-      const Core& k = *cores[i];
-      uint64_t key = (k.active & !k.sleeping) ? (k.cycle << KEY_BITS) | k.order : UINT64_MAX;
-      big |= k.cycle;
+      uint64_t key = kk[i];
       uint64_t hi = key > k1 ? key : k1;
       k1 = key < k1 ? key : k1;
       k2 = hi < k2 ? hi : k2;
@@ -445,6 +465,7 @@ Status Machine::run(uint64_t max_cycles) {
     if (!c) {
       if (next_ev != UINT64_MAX) {
         process_timed(next_ev);
+        keys_stale = true;
         continue;
       }
       status = Status::Deadlock;
@@ -460,6 +481,7 @@ Status Machine::run(uint64_t max_cycles) {
     }
     if (next_ev <= c->cycle) {
       process_timed(c->cycle);
+      keys_stale = true;
       continue;
     }
     // run while ahead of nobody: up to second's cycle when c would run first in that cycle too
@@ -487,6 +509,7 @@ Status Machine::run(uint64_t max_cycles) {
     } else {
       spin_since = UINT64_MAX;
     }
+    last = c;
     Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
                         : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
     if (s == Status::CycleLimit) {

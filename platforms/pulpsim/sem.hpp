@@ -44,7 +44,18 @@ static inline uint32_t vclass16(uint16_t a) {
 static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
   // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
   // added to the binary32 accumulator.
-  uint16_t b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+  uint16_t a0 = lane(a, 0), a1 = lane(a, 1), b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+  using fp::detail::F16;
+  using fp::detail::F32;
+  if (!(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) | fp::detail::is_special<F16>(b0) |
+        fp::detail::is_special<F16>(b1))) {
+    // Finite lanes: the conversions and the products are exact and raise nothing, so the products go
+    // to the sum as the exact doubles the long way would rebuild from their binary32 encodings.
+    double p0 = fp::detail::to_double<F16>(a0) * fp::detail::to_double<F16>(b0);
+    double p1 = fp::detail::to_double<F16>(a1) * fp::detail::to_double<F16>(b1);
+    uint32_t s = fp::detail::add_exact<F32>(p0, p1, rm, fl);
+    return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
+  }
   uint32_t p0 = fp::mul32(fp::h_to_s(lane(a, 0), fl), fp::h_to_s(b0, fl), rm, fl);
   uint32_t p1 = fp::mul32(fp::h_to_s(lane(a, 1), fl), fp::h_to_s(b1, fl), rm, fl);
   uint32_t s = fp::add32(p0, p1, rm, fl);

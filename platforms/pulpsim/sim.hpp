@@ -220,6 +220,10 @@ class Core {
   uint32_t hartid;
   bool active = false;     // fetch-enabled and not halted
   bool sleeping = false;   // waiting (wfi / event unit)
+  // Order among the cores due in the same cycle: the lower position runs first (Machine::woke). The FC,
+  // alone in its clock domain, keeps position 0; the others start in index order.
+  uint32_t order = 0;
+  uint64_t cycle = 0;      // the cycle at which the next instruction issues (beside what the scheduler reads)
   // What a sleeping core waits for, and where the value of its waiting load goes when it wakes.
   enum WaitKind { W_NONE, W_WFI, W_EVENT, W_BARRIER, W_DISPATCH, W_MUTEX } wait = W_NONE;
   uint32_t wait_rd = 0, wait_arg = 0;
@@ -229,9 +233,6 @@ class Core {
   bool block_pending = false;  // set by an event-unit read that must sleep
   uint32_t block_value = 0;
   int cluster_core = -1;       // index inside the cluster, -1 for the FC
-  // Order among the cores due in the same cycle: the lower position runs first (Machine::woke). The FC,
-  // alone in its clock domain, keeps position 0; the others start in index order.
-  uint32_t order = 0;
   bool elw_access = false;     // the current load is a p.elw
   bool eu_touched = false;     // ...and it reached the event unit
   uint32_t icache_l0_latency = 0;
@@ -239,7 +240,6 @@ class Core {
   uint32_t X[64];          // x0..x31, then f0..f31 when FP registers are separate
   int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
   uint32_t pc = 0;
-  uint64_t cycle = 0;      // the cycle at which the next instruction issues
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
@@ -298,7 +298,11 @@ class Core {
   void mret();
   void wfi();
   void elw(uint32_t rd, uint32_t addr);
-  int rm_resolve(int rm);
+  int rm_resolve(int rm) {  // a valid mode inline; the fault out of line
+    if (rm == 7) rm = (int)frm;
+    return rm <= 4 ? rm : rm_invalid(rm);
+  }
+  int rm_invalid(int rm);
   uint64_t perf_read(int n);
   void sync_counts(bool during_csr = false);
   void perf_set_active(bool on);
@@ -312,13 +316,14 @@ class Core {
   uint8_t* ram(uint32_t addr, uint32_t size, int& lat);
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
+  bool fpu_ahead() const;
   bool refill_private(uint32_t pc) const;
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
   enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
   uint32_t slow = 0;
 
-  inline void stall_on(int r) {
+  __attribute__((always_inline)) inline void stall_on(int r) {
     uint64_t rdy = ready[r];
     if (rdy > t) {
       uint64_t s = rdy - t;
@@ -341,6 +346,7 @@ class Core {
     }
   }
   uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
+  std::vector<const Core*> fpu_peers;  // the other cores that issue to it
   uint64_t* div_busy = nullptr;  // the divide/sqrt unit it shares (nullptr: its own)
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
   uint32_t tcdm_banks = 1;
@@ -446,10 +452,15 @@ class Machine {
   enum CoreOrder { LAST_WOKEN_FIRST = 0, BY_INDEX = 1 };
   uint32_t core_order = LAST_WOKEN_FIRST;
   std::vector<Core*> by_order;  // the cores by their position (Core::order)
+  // The scheduler's key of each core (Machine::run), by index. Between two turns only the core that ran
+  // changes its own key, unless a core is woken or started or positions move: those mark them stale.
+  std::vector<uint64_t> keys;
+  bool keys_stale = true;
   // A cluster core (re)starts: with last_woken_first it now runs before every other cluster core due in
   // the same cycle, as GVSoC puts a core's clock event at the front of its list when it is enabled again.
   void woke(Core& c) {
     if (c.is_fc || core_order != LAST_WOKEN_FIRST || c.order == 1) return;
+    keys_stale = true;
     for (uint32_t p = c.order; p > 1; p--) {
       by_order[p] = by_order[p - 1];
       by_order[p]->order = p;
