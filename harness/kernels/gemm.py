@@ -867,8 +867,10 @@ def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tup
     def cost(cols):
         t = _chunk_tile(m, a_pitch, k2, cols, rb, c_pitch, cores)
         return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * ((12 if c_pitch else 9) * (kdim // 2) + 40)
-    return plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc, step=4,
-                      lead=a_cycles, fork=BARRIER_CYCLES)
+    # trans: the chunk's columns are the free side of the blocks (5s and 4s): multiples of 20 cut into
+    # blocks of 5 only and leave no pad column
+    return plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc,
+                      step=20 if c_pitch else 4, lead=a_cycles, fork=BARRIER_CYCLES)
 
 
 def _chunk_tile(m: int, a_pitch: int, k2: int, cols: int, rb: int, c_pitch: int, cores: int) -> Tile:
