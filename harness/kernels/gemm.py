@@ -617,8 +617,10 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
         db16 = g.buf("l1_db16", cp(ko) * 2 + 4)   # + the sum of a last tile's pad column
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
     # Xs arrives in two parts of pixels (many pixels: a long transfer): the cores pack the first while
-    # the second arrives
-    h = npix // 4 * 2 if npix >= 32 else npix
+    # the second arrives. The first is about a third: the cores start sooner than after a half, and the
+    # second part and dY still arrive before the cores need them (on paper, 64x64 16x16 p 0.7 with the
+    # first part 64 / 72 / 84 / 102 / 128 of 256 pixels: 65089 / 65134 / 64611 / 64820 / 65010 cycles)
+    h = npix // 6 * 2 if npix >= 32 else npix
     if h < npix:
         pack = (f"  odl_units_tk({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {h}, {nb}, 0, 0);\n"
                 "  if (pi_core_id() == 0) odl_dma_wait_quiet(&dx[0]);\n  pi_cl_team_barrier();\n"
