@@ -600,12 +600,12 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     lead = (xraw_bytes // dma_bpc, -(-nub // cores) * (5 * kp + 40) + FORK_CYCLES)
     tiles = plan_tiles(ko, tmax, tile_cycles, lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
                        lead=lead, fork=WG_FORK)
-    # the one fork unless the tiles are estimated faster by more than a fork: the estimate of the tiles
-    # leaves out their forks' waits on cold code (measured on paper: 64x64 16x16 p 0.7, one fork
-    # estimated 3 % slower, runs 4 % slower; 128x128 8x8 p 0.7, estimated 0.8 % slower, runs 2 % faster)
+    # the one fork when it is estimated sooner done than the tiles (the estimates differ by less than
+    # 1 % on 64x64 16x16 p 0.7, which runs 0.5 % faster tiled, and 128x128 8x8 p 0.7, 1.6 % faster in
+    # one fork: the estimates cannot tell such cases apart)
     if one and one[1] <= _timeline([r1 - r0 for r0, r1 in tiles], lambda r: tile_cycles(r) + WG_FORK,
                                    lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
-                                   lambda r: 0, lead) + WG_FORK:
+                                   lambda r: 0, lead):
         return one_fork()
     tm = max(r1 - r0 for r0, r1 in tiles)
     xraw = g.buf("l1_xs", xraw_bytes)
@@ -893,8 +893,9 @@ def plan_cols_est(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles:
 
 
 def _chunk_tile(m: int, a_pitch: int, k2: int, cols: int, rb: int, c_pitch: int, cores: int) -> Tile:
-    if c_pitch:   # C = the transpose, its pitch the same for every chunk: a constant of the routines
-        return Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=c_pitch,
+    if c_pitch:   # C = the transpose, its pitch the same for every chunk: a constant of the routines; the
+        # chunk's columns are the blocks' free side, so an odd chunk computes no pad row
+        return Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cols, pitch=rb), c_pitch=c_pitch,
                     trans=True, cores=cores)
     return Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
                 cores=cores, c_arg=True)
