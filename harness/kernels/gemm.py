@@ -559,11 +559,34 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
             one_fork_cols(g, ko, arows, pa, k2, xs_sym, xs.pitch, npix, chunks, dw_sym, dwt.pitch, prep, after)
             return True
 
+    # few pixels (a small map): dY^T and its results all fit L1 next to Xs^T: one fork, dY's columns
+    # arriving in chunks, each transposed (its bias gradient summed) and multiplied as it arrives, its rows
+    # of dW sent from inside the fork (C = dW: trans blocks, Xs^T read in place as rows of K-pairs)
+    one = None
+    if ko > 16 and npix >= 2 and db_sym:
+        one = plan_cols_est(g, nb, pa, k2, npix, ko, (xraw_bytes // dma_bpc, 5 * nb * k2 // cores + FORK_CYCLES),
+                            xraw_bytes + nb * pa + db_bytes, c_pitch)
+
+    def one_fork():
+        xraw = g.buf("l1_xs", xraw_bytes)
+        arows = g.buf("l1_arows", nb * pa)
+        db16 = g.buf("l1_db16", cp(ko) * 2 + 4)
+        prep = (f"  odl_rows_t({arows}, {pa}, (const f16 *){xraw}, {nb}, {npix}, {nb});\n"
+                "  pi_cl_team_barrier();")
+        after = f"    odl_dma_1d(&dc[0], (uint32_t){db_sym}, (uint32_t){db16}, {cp(ko) * 2}, PI_CL_DMA_DIR_LOC2EXT);"
+        if ko % 2:   # the pad lane: not the sum of dY's pad column
+            after = f"    ((f16 *){db16})[{ko}] = 0;\n" + after
+        _trackers(g)
+        g.body.append(f"  odl_dma_2d(&dq[0], (uint32_t){xs_sym}, (uint32_t){xraw}, {nb * 2}, {npix}, {xs.pitch * 2}, PI_CL_DMA_DIR_EXT2LOC);")
+        one_fork_cols(g, nb, arows, pa, k2, dy_sym, dy.pitch, npix, one[0], dw_sym, dwt.pitch, prep, after,
+                      trans=True, sums_buf=db16)
+        return True
+
     def mem(tm):
         return xraw_bytes + bpan_bytes + db_bytes + 2 * npix * cp(tm) * 2 + cp(tm) * pa + 2 * tm * c_pitch
     tmax = _largest(ko, lambda t: mem(t) <= budget)
     if not tmax:
-        return False
+        return one_fork() if one else False
 
     kp = npix // 2
 
@@ -577,6 +600,13 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
     lead = (xraw_bytes // dma_bpc, -(-nub // cores) * (5 * kp + 40) + FORK_CYCLES)
     tiles = plan_tiles(ko, tmax, tile_cycles, lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
                        lead=lead, fork=WG_FORK)
+    # the one fork when it is estimated sooner done than the tiles (the estimates differ by less than
+    # 1 % on 64x64 16x16 p 0.7, which runs 0.5 % faster tiled, and 128x128 8x8 p 0.7, 1.6 % faster in
+    # one fork: the estimates cannot tell such cases apart)
+    if one and one[1] <= _timeline([r1 - r0 for r0, r1 in tiles], lambda r: tile_cycles(r) + WG_FORK,
+                                   lambda r: npix * cp(r) * 2 // dma_bpc, lambda r: r * c_pitch // dma_bpc,
+                                   lambda r: 0, lead):
+        return one_fork()
     tm = max(r1 - r0 for r0, r1 in tiles)
     xraw = g.buf("l1_xs", xraw_bytes)
     bpan = g.buf("l1_bpan", bpan_bytes)
@@ -587,8 +617,10 @@ def gen_mm_wg(g, dy_sym, dy, xs_sym, xs, npix: int, ko: int, ki: int, dw_sym, dw
         db16 = g.buf("l1_db16", cp(ko) * 2 + 4)   # + the sum of a last tile's pad column
     g.decls.append(f"static const uint16_t odl_btab[] ODL_TABLE = {{ {', '.join(map(str, btab))} }};")
     # Xs arrives in two parts of pixels (many pixels: a long transfer): the cores pack the first while
-    # the second arrives
-    h = npix // 4 * 2 if npix >= 32 else npix
+    # the second arrives. The first is about a third: the cores start sooner than after a half, and the
+    # second part and dY still arrive before the cores need them (on paper, 64x64 16x16 p 0.7 with the
+    # first part 64 / 72 / 84 / 102 / 128 of 256 pixels: 65089 / 65134 / 64611 / 64820 / 65010 cycles)
+    h = npix // 6 * 2 if npix >= 32 else npix
     if h < npix:
         pack = (f"  odl_units_tk({bpan}, (const f16 *){xraw}, odl_btab, {nub}, {ki}, {h}, {nb}, 0, 0);\n"
                 "  if (pi_core_id() == 0) odl_dma_wait_quiet(&dx[0]);\n  pi_cl_team_barrier();\n"
@@ -821,46 +853,73 @@ BARRIER_CYCLES = 150   # a team barrier between the steps of a one-fork program,
 
 
 def plan_cols(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tuple, fixed_bytes: int):
+    """The chunks of plan_cols_est."""
+    plan = plan_cols_est(g, m, a_pitch, k2, kdim, n, a_cycles, fixed_bytes)
+    return plan[0] if plan else None
+
+
+def plan_cols_est(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles: tuple, fixed_bytes: int,
+                  c_pitch: int = 0):
     """Column chunks of B = S^T (S[kdim][n] K-major in L2) for a product whose A (m rows, a_pitch bytes
     apart in L1) is small and stays: the chunks arrive one after the other, each transposed into rows of
     K-pairs (read in place by the micro-kernels) by the cores and multiplied within one fork, its results sent by the master from inside the fork while
     the next is computed. Every chunk has buffers of its own (nothing is reused, so nothing waits for a
-    transfer to leave). None when they do not all fit L1 next to `fixed_bytes`."""
+    transfer to leave). Returns (chunks, estimated end), None when they do not all fit L1 next to
+    `fixed_bytes`. c_pitch > 0: C is the transpose (rows of C are the chunk's columns, c_pitch bytes
+    apart: `trans` blocks)."""
     plat = g.plat
     bpc = plat.dma["bytes_per_cycle"]
     cores = plat.cluster["cores"]
 
     rb = _padded(plat, 4 * k2)
 
+    def c_bytes(cols):
+        return cp(cols) * c_pitch if c_pitch else m * cp(cols) * 2
+
     def chunk_bytes(cols):
-        return kdim * cp(cols) * 2 + cp(cols) * rb + m * cp(cols) * 2
+        return kdim * cp(cols) * 2 + cp(cols) * rb + c_bytes(cols)
     if fixed_bytes + chunk_bytes(n) + 4 * 16 * 8 > _budget(plat):   # + a worst case of padding to 4 columns
         return None
 
     def cost(cols):
-        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
-                 cores=cores, c_arg=True)
-        return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (9 * (kdim // 2) + 40)
-    return plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: m * cp(c) * 2 // bpc, step=4,
-                      lead=a_cycles, fork=BARRIER_CYCLES)
+        t = _chunk_tile(m, a_pitch, k2, cols, rb, c_pitch, cores)
+        return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * ((12 if c_pitch else 9) * (kdim // 2) + 40)
+    # trans: the chunk's columns are the free side of the blocks (5s and 4s): multiples of 20 cut into
+    # blocks of 5 only and leave no pad column
+    cuts = plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc,
+                      step=20 if c_pitch else 4, lead=a_cycles, fork=BARRIER_CYCLES)
+    return cuts, _timeline([c1 - c0 for c0, c1 in cuts], lambda c: cost(c) + BARRIER_CYCLES,
+                           lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc, lambda c: 0, a_cycles)
+
+
+def _chunk_tile(m: int, a_pitch: int, k2: int, cols: int, rb: int, c_pitch: int, cores: int) -> Tile:
+    if c_pitch:   # C = the transpose, its pitch the same for every chunk: a constant of the routines; the
+        # chunk's columns are the blocks' free side, so an odd chunk computes no pad row
+        return Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cols, pitch=rb), c_pitch=c_pitch,
+                    trans=True, cores=cores)
+    return Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
+                cores=cores, c_arg=True)
 
 
 def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pitch: int, kdim: int, chunks: list,
-                  out_sym: str, out_pitch: int, prep: str = "", after: str = "") -> None:
+                  out_sym: str, out_pitch: int, prep: str = "", after: str = "", trans: bool = False,
+                  sums_buf: str = "") -> None:
     """The program of plan_cols: the master queues A's transfer (on dq[0], by the caller) and every chunk's
     (2-D, on a tracker of its own), forks once; in the fork core 0 waits for each chunk and, once the
     product of the chunk before has ended on every core, starts that chunk's results' transfer (on dc[0]);
     one loop over a table of chunks, so that every chunk runs the same code. `prep` runs once A has
-    arrived (the C of a step that makes A from what arrived), `after` by core 0 at the end."""
+    arrived (the C of a step that makes A from what arrived), `after` by core 0 at the end. trans: C is
+    the transpose (its rows the chunk's columns, out_pitch halves apart in L2 and in L1), each chunk's
+    transposition writing its columns' sums to sums_buf (a bias gradient)."""
     plat = g.plat
     cores = plat.cluster["cores"]
     nch = len(chunks)
     widths = sorted({c1 - c0 for c0, c1 in chunks})
     rb = _padded(plat, 4 * k2)
-    sums = g.buf("l1_sums", 2 * cp(max(widths)))
+    c_pitch = out_pitch * 2 if trans else 0
+    sums = sums_buf or g.buf("l1_sums", 2 * cp(max(widths)))
     for cols in widths:
-        t = Tile(k2=k2, a=Side(rows=m, pitch=a_pitch), b=Side(rows=cp(cols), pitch=rb), c_pitch=cp(cols) * 2,
-                 cores=cores, c_arg=True)
+        t = _chunk_tile(m, a_pitch, k2, cols, rb, c_pitch, cores)
         g.tiles_mm.append(t)
         g.decls.append(t.table(f"odl_t{cols}"))
     sraw, span, cbuf, rows = [], [], [], []
@@ -868,16 +927,25 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
         cols = c1 - c0
         sraw.append(g.buf(f"l1_s{j}", kdim * cp(cols) * 2))
         span.append(g.buf(f"l1_p{j}", cp(cols) * rb))
-        cbuf.append(g.buf(f"l1_c{j}", m * cp(cols) * 2))
+        cbuf.append(g.buf(f"l1_c{j}", cp(cols) * c_pitch if trans else m * cp(cols) * 2))
+        ext = _addr(out_sym, c0 * out_pitch if trans else c0)
         rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_t{cols}_fn, odl_t{cols}_runs, "
-                    f"odl_t{cols}_first, {cbuf[j]}, {_addr(out_sym, c0)}, {cp(cols)} }}")
-    g.decls.append("typedef struct { const f16 *src; uint32_t *pan; odl_mm_fnp const *fn; "
-                   "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t pitch; } odl_chunk_t;")
+                    f"odl_t{cols}_first, {cbuf[j]}, {ext}, {cp(cols)}, (f16 *){sums} + {c0 if trans else 0}, "
+                    f"{cols * c_pitch} }}")
+    fn_t = "odl_mm_fn" if trans else "odl_mm_fnp"
+    g.decls.append(f"typedef struct {{ const f16 *src; uint32_t *pan; {fn_t} const *fn; "
+                   "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t pitch; f16 *sums; "
+                   "uint32_t bytes; } odl_chunk_t;")
     g.decls.append(f"static const odl_chunk_t odl_ch[] ODL_TABLE = {{\n  " + ",\n  ".join(rows) + "\n};")
     g.decls.append(f"static PI_L1 odl_dma_t odl_in[{nch}];")
-    send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
-            .format(m=m, op=out_pitch * 2))
-    pack = f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, (f16 *){sums});"
+    if trans:   # the chunk's rows of C are whole rows of the output: one transfer
+        send = "odl_dma_1d(&dc[0], h->ext, (uint32_t)h->c, h->bytes, PI_CL_DMA_DIR_LOC2EXT);"
+        mm = f"odl_mm_runs(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0);"
+    else:
+        send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
+                .format(m=m, op=out_pitch * 2))
+        mm = f"odl_mm_runs_p(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0, (uint32_t)h->pitch * 2);"
+    pack = f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, h->sums);"
     body = f"""  int id = pi_core_id();
   if (id == 0) odl_dma_wait_quiet(&dq[0]);
   pi_cl_team_barrier();
@@ -889,7 +957,7 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     if (id == 0 && j) {{ h--; {send} h++; }}
     {pack}
     pi_cl_team_barrier();
-    odl_mm_runs_p(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0, (uint32_t)h->pitch * 2);
+    {mm}
   }}
   pi_cl_team_barrier();
   if (id == 0) {{

@@ -259,6 +259,11 @@ def block_asm(b: Block) -> list[str]:
             body += _add(creg, creg, b.c_step(), pt)
     elif last_off <= IMM_MAX:
         body += [f"sw {r}, {row * b.c_pitch + off}({creg})" for row, off, r in words]
+    elif last_off - IMM_MAX <= -IMM_MIN:   # every store reached from one pointer moved into the rows
+        mp = ar[-1] if creg != ar[-1] else br[-1]
+        mid = last_off - IMM_MAX
+        body += _add(mp, creg, mid, br[0] if mp != br[0] else br[1])
+        body += [f"sw {r}, {row * b.c_pitch + off - mid}({mp})" for row, off, r in words]
     else:   # a moving pointer through the rows
         mp = ar[-1] if creg != ar[-1] else br[-1]
         tmp = br[0] if mp != br[0] else br[1]
