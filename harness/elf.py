@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elftools.elf.enums import ENUM_ST_INFO_TYPE
 from elftools.elf.constants import P_FLAGS
 from elftools.elf.elffile import ELFFile
 
@@ -75,7 +76,7 @@ def _platform_note(elf: ELFFile) -> str | None:
 
 
 _SYM = struct.Struct("<IIIBBH")   # Elf32_Sym: st_name, st_value, st_size, st_info, st_other, st_shndx
-_STT_OBJECT, _STT_FUNC = 1, 2      # STT_NOTYPE is 0
+_STT_FUNC = ENUM_ST_INFO_TYPE["STT_FUNC"]   # the kinds kept: STT_NOTYPE, STT_OBJECT, STT_FUNC (the lowest three)
 
 
 def _symbols(elf: ELFFile) -> tuple[dict, dict]:
