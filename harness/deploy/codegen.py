@@ -100,22 +100,31 @@ class Gen:
     def samples(self, stage: Stage) -> int:
         return {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat, 1)
 
-    def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int) -> _NS:
+    def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int, whole: int = 0) -> _NS:
         t = self.step.tensors[tensor]
         h = self.plan.home(tensor)
         addr = f"((uint32_t)odl_arena + {h.offset}u)" if h.memory == "l2" else f"{h.offset}u"
         chunk = t.sample_bytes * self.samples(stage) if t.scope == "batch" and stage.repeat != "once" else 0
         if h.memory != "l2":
-            sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u"
+            sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u, {whole}u"
         else:
-            sl = "0, 0, 0"
+            sl = "0, 0, 0, 0u"
         bw = self.l2_bw if h.memory == "l2" else 1 / self.plat.memory(h.memory).fields["read_cycles_per_byte"]
         return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
-                   bw=bw)
+                   bw=self.l2_bw if whole else bw, res=bool(whole) and h.memory != "l2",
+                   xt=h.memory != "l2" and not whole)   # xt: read from external memory tile by tile
+
+    def whole_bytes(self, stage: Stage, tensor: str) -> int:
+        """Bytes of `tensor` a run of `stage` reads when it reads all of it (0: not a tensor read whole)."""
+        t = self.step.tensors[tensor]
+        if t.scope == "batch" or tensor in stage.outs.values():
+            return 0
+        return t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope != "none" else 1)
 
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
-    def streams(self, stage: Stage, names: dict, need: dict | None = None) -> tuple[_NS, int] | None:
+    def streams(self, stage: Stage, names: dict, need: dict | None = None,
+                resident: bool = True) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
         slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
         one (loads larger than a slab move in pieces). With `need` (store name -> bytes its smallest tile
@@ -135,13 +144,37 @@ class Gen:
             if rest < 16 * len(loads):
                 return None
             sizes.update({k: rest // max(1, len(loads)) // 16 * 16 for k in loads})
+        # An external tensor the stage only reads comes into L2 whole when its bytes fit the scratch left
+        # by the other streams' slabs (their shares recomputed without it, each still holding a few rows):
+        # tiles over its columns, or its rows again, then read it in L2 rather than whole rows from
+        # external memory each time (a 1x1 input gradient's column tiles of W read all of W; a weight
+        # gradient's row tiles read all of X). Largest first: the most re-read bytes saved.
+        whole: dict[str, int] = {}
+        if resident and need is None:
+            cands = sorted(((self.whole_bytes(stage, names[k]), k) for k in ext), reverse=True)
+            for nb, k in cands:
+                if not nb:
+                    continue
+                nb = (nb + 15) // 16 * 16
+                rest = [j for j in ext if j != k and j not in whole]
+                left = scratch_bytes(self.plat) - nb - sum(whole.values())
+                unit = left // 2 // max(1, sum(weight[j] for j in rest)) // 16 * 16
+                rows = {j: self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1) for j in rest}
+                if left >= 0 and all(weight[j] * unit >= rows[j] for j in rest):
+                    whole[k] = nb
+                    sizes.update({j: weight[j] * unit for j in rest})
         out, at = _NS(), self.plan.scratch
         for k, t in names.items():
+            if k in whole:
+                out[k] = self.stream(stage, t, at, whole[k] // 2, whole[k])
+                out[k]["sb"] = whole[k] // 2
+                at += whole[k]
+                continue
             size = sizes.get(k, 0)
             out[k] = self.stream(stage, t, at, size)
             out[k]["sb"] = size
             at += 2 * size
-        stores = [sizes[k] for k in ext if weight[k] == 3]
+        stores = [sizes[k] for k in ext if weight[k] == 3 and k not in whole]
         return out, min(stores) if stores else min(sizes.values(), default=0)
 
     def fail(self, stage: Stage, what: str):
@@ -263,9 +296,9 @@ class Gen:
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
-            wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.ext else cp(n)) * 2 * (1 if t.w.ext else 1))
-            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.ext and not rows_b) else 1)
-            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.ext else ap / t.a.pitch)
+            wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.xt else cp(n)) * 2 * (1 if t.w.xt else 1))
+            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.xt and not rows_b) else 1)
+            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             return max(compute, traffic) + forks * FORK_CYCLES
 
@@ -274,7 +307,7 @@ class Gen:
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
-            wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.ext else cp(tn)) * 2
+            wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.xt else cp(tn)) * 2
             traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
             return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES
 
@@ -421,11 +454,11 @@ class Gen:
                     blocks = -(-(-(-tm // 4) * -(-tn // 4)) // self.cores)
                     compute = mt * nt * blocks * (90 * kt + 12 * (kdim + kt))
                     # every slice of A and of W moves per (m, n, k) tile; external tensors move whole rows
-                    a_b = mt * nt * tm * (kt * t.a.pitch if t.a.ext else kdim + kt) * 2
+                    a_b = mt * nt * tm * (kt * t.a.pitch if t.a.xt else kdim + kt) * 2
                     if fw:
-                        w_b = mt * nt * tn * (kt * t.w.pitch if t.w.ext else kdim + kt) * 2
+                        w_b = mt * nt * tn * (kt * t.w.pitch if t.w.xt else kdim + kt) * 2
                     else:
-                        w_b = mt * nt * kdim * (t.w.pitch if t.w.ext else cp(tn)) * 2
+                        w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
                     cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is None or cost < best[0]:
@@ -473,10 +506,10 @@ class Gen:
             b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
             l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
             # an external tensor moves whole rows whatever columns a tile wants
-            ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.ext else 0) \
-                + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.ext else 0)
-            ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext else 0
-            ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.ext else 0
+            ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.xt else 0) \
+                + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
+            ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
+            ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
             # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
             return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
 
@@ -676,9 +709,9 @@ class Gen:
             tiles = blocks * -(-ns // ts) * -(-band_rows // tr)
             rin, _, rx = rows_of(ts, tr)
             # an external input moves whole rows for each channel block; halo rows move once per band
-            ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].ext else 0)
-                                  + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext and step != "fw" else 0)
-                                  + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.ext and step == "wg" else 0))
+            ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].xt else 0)
+                                  + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt and step != "fw" else 0)
+                                  + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.xt and step == "wg" else 0))
             l2_bytes = tiles * (rin + rx) * cp(tc) * 2
             return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_cycles + l2_bytes / self.l2_bw
 
