@@ -117,7 +117,7 @@ class Gen:
     def whole_bytes(self, stage: Stage, tensor: str) -> int:
         """Bytes of `tensor` a run of `stage` reads when it reads all of it (0: not a tensor read whole)."""
         t = self.step.tensors[tensor]
-        if t.scope == "batch" or tensor in stage.outs.values():
+        if t.scope == "batch" or tensor in stage.outs.values() or stage.kind == "sgd":   # SGD writes its weights in place
             return 0
         return t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope != "none" else 1)
 
