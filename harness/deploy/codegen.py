@@ -110,9 +110,37 @@ class Gen:
         else:
             sl = "0, 0, 0, 0u"
         bw = self.l2_bw if h.memory == "l2" else 1 / self.plat.memory(h.memory).fields["read_cycles_per_byte"]
-        return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
+        return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2", bw_ext=bw,
                    bw=self.l2_bw if whole else bw, res=bool(whole) and h.memory != "l2",
-                   xt=h.memory != "l2" and not whole)   # xt: read from external memory tile by tile
+                   xt=h.memory != "l2" and not whole,   # xt: read from external memory tile by tile
+                   whole=whole)
+
+    def _tensor_bytes(self, stage: Stage, tensor: str) -> int:
+        t = self.step.tensors[tensor]
+        return (t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope not in ("none", "batch") else 1) + 15) // 16 * 16
+
+    def _shares(self, stage: Stage, names: dict, rest: list, weight: dict, room: int, idle) -> dict:
+        """Slab bytes of the streams `rest` within `room` (each has two slabs): in proportion to their
+        weights, but none larger than its tensor (the rest goes to the others); an idle stream (one the
+        stage does not use in this variant) gets a token 16 bytes."""
+        out = {j: 16 for j in rest if j in idle}
+        room -= 16 * len(out)
+        todo = [j for j in rest if j not in idle]
+        while todo:
+            unit = max(0, room) // max(1, sum(weight[j] for j in todo)) // 16 * 16
+            capped = [j for j in todo if self._tensor_bytes(stage, names[j]) <= weight[j] * unit]
+            if not capped:
+                out.update({j: weight[j] * unit for j in todo})
+                break
+            for j in capped:
+                out[j] = self._tensor_bytes(stage, names[j])
+                room -= out[j]
+                todo.remove(j)
+        return out
+
+    def whole_cycles(self, t: _NS) -> float:
+        """Cycles of the transfers that bring the streams `t` into L2 whole (waited for before the first tile)."""
+        return sum(v.whole / v.bw_ext for v in t.values() if v.res)
 
     def whole_bytes(self, stage: Stage, tensor: str) -> int:
         """Bytes of `tensor` a run of `stage` reads when it reads all of it (0: not a tensor read whole)."""
@@ -124,7 +152,7 @@ class Gen:
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
     def streams(self, stage: Stage, names: dict, need: dict | None = None,
-                resident: bool = True) -> tuple[_NS, int] | None:
+                resident: bool = True, idle=()) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
         slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
         one (loads larger than a slab move in pieces). With `need` (store name -> bytes its smallest tile
@@ -158,11 +186,12 @@ class Gen:
                 nb = (nb + 15) // 16 * 16
                 rest = [j for j in ext if j != k and j not in whole]
                 left = scratch_bytes(self.plat) - nb - sum(whole.values())
-                unit = left // 2 // max(1, sum(weight[j] for j in rest)) // 16 * 16
-                rows = {j: self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1) for j in rest}
-                if left >= 0 and all(weight[j] * unit >= rows[j] for j in rest):
+                share = self._shares(stage, names, rest, weight, left // 2, idle)
+                rows = {j: min(self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1),
+                               self._tensor_bytes(stage, names[j])) for j in rest if j not in idle}
+                if left >= 0 and all(share[j] >= rows[j] for j in rows):
                     whole[k] = nb
-                    sizes.update({j: weight[j] * unit for j in rest})
+                    sizes.update(share)
         out, at = _NS(), self.plan.scratch
         for k, t in names.items():
             if k in whole:
@@ -174,8 +203,10 @@ class Gen:
             out[k] = self.stream(stage, t, at, size)
             out[k]["sb"] = size
             at += 2 * size
-        stores = [sizes[k] for k in ext if weight[k] == 3 and k not in whole]
-        return out, min(stores) if stores else min(sizes.values(), default=0)
+        # (a slab that holds its whole tensor, or an idle stream's, bounds no tile)
+        stores = [sizes[k] for k in ext if weight[k] == 3 and k not in whole and k not in idle
+                  and not (whole and sizes[k] >= self._tensor_bytes(stage, names[k]))]
+        return out, min(stores) if stores else min((v for k, v in sizes.items() if k not in idle), default=0)
 
     def fail(self, stage: Stage, what: str):
         raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
@@ -481,47 +512,55 @@ class Gen:
             if accumulate:
                 names["DbOld"] = st.outs["db"]
         names["OldT"] = st.outs["dw"]
-        t, slab = self.streams(st, names)
-        t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
-        ext = {k for k, v in t.items() if v.ext}
+        def search(resident):
+            t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
+            t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
+            ext = {k for k, v in t.items() if v.ext}
 
-        def mem(tm, tn, tk):
-            k2 = (tk + 1) // 2
-            b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
-            b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
-            if tk < p:
-                b += 4 * tm * tn
-            if bias:
-                b += 4 * m + cp(m) * 2
-            return b + 12 * 16
+            def mem(tm, tn, tk):
+                k2 = (tk + 1) // 2
+                b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
+                b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
+                if tk < p:
+                    b += 4 * tm * tn
+                if bias:
+                    b += 4 * m + cp(m) * 2
+                return b + 12 * 16
 
-        def slab_ok(tm, tn, tk):
-            return ("dw" not in ext or tm * t.dw.pitch * 2 <= slab) and ("Db" not in ext or t.Db.pitch * 2 <= slab)
+            def slab_ok(tm, tn, tk):
+                return ("dw" not in ext or tm * t.dw.pitch * 2 <= t.dw.sb) and ("Db" not in ext or t.Db.pitch * 2 <= t.Db.sb)
 
-        def cost(tm, tn, tk):
-            mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
-            blocks = -(-tm // 4) * -(-tn // 4)
-            compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
-            a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
-            b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
-            l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
-            # an external tensor moves whole rows whatever columns a tile wants
-            ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.xt else 0) \
-                + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
-            ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
-            ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
-            # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
-            return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
+            def cost(tm, tn, tk):
+                mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
+                blocks = -(-tm // 4) * -(-tn // 4)
+                compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
+                a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
+                b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
+                l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
+                # an external tensor moves whole rows whatever columns a tile wants
+                ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.xt else 0) \
+                    + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
+                ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
+                ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
+                # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
+                return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
 
-        best = None
-        for tk in _cands(p, 2):
-            for tn in _cands(n, 4):
-                for tm in _cands(m, 4):
-                    if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
-                        continue
-                    c = cost(tm, tn, tk)
-                    if best is None or c < best[0]:
-                        best = (c, tm, tn, tk)
+            best = None
+            for tk in _cands(p, 2):
+                for tn in _cands(n, 4):
+                    for tm in _cands(m, 4):
+                        if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
+                            continue
+                        c = cost(tm, tn, tk)
+                        if best is None or c < best[0]:
+                            best = (c, tm, tn, tk)
+            if best is not None:
+                # a tensor brought in whole waits for its transfer once
+                best = (best[0] + self.whole_cycles(t), *best[1:])
+            return best, t, slab, ext
+
+        found = [search(r) for r in (True, False)]
+        best, t, slab, ext = min((f for f in found if f[0] is not None), key=lambda f: f[0][0], default=found[0])
         if best is None:
             self.fail(st, f"no tile of the {m} x {n} weight gradient over {p} pixels")
         _, tm, tn, tk = best
