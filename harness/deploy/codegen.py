@@ -163,8 +163,7 @@ class Gen:
                   for k in ext}
         half = scratch_bytes(self.plat) // 2
         if need is None:
-            unit = half // max(1, sum(weight.values())) // 16 * 16
-            sizes = {k: w * unit for k, w in weight.items()}
+            sizes = self._shares(stage, names, ext, weight, half, idle)
         else:
             sizes = {k: (need[k] + 15) // 16 * 16 for k in ext if k in need}
             loads = [k for k in ext if k not in need]
@@ -204,9 +203,11 @@ class Gen:
             out[k]["sb"] = size
             at += 2 * size
         # (a slab that holds its whole tensor, or an idle stream's, bounds no tile)
-        stores = [sizes[k] for k in ext if weight[k] == 3 and k not in whole and k not in idle
-                  and not (whole and sizes[k] >= self._tensor_bytes(stage, names[k]))]
-        return out, min(stores) if stores else min((v for k, v in sizes.items() if k not in idle), default=0)
+        stores = [k for k in ext if weight[k] == 3 and k not in whole and k not in idle]
+        part = [sizes[k] for k in stores if sizes[k] < self._tensor_bytes(stage, names[k])]
+        if part or not stores:
+            return out, min(part) if part else min((v for k, v in sizes.items() if k not in idle), default=0)
+        return out, max(sizes[k] for k in stores)
 
     def fail(self, stage: Stage, what: str):
         raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
