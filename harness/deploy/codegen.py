@@ -184,7 +184,7 @@ class Gen:
                     continue
                 nb = (nb + 15) // 16 * 16
                 rest = [j for j in ext if j != k and j not in whole]
-                left = scratch_bytes(self.plat) - nb - sum(whole.values())
+                left = max(self.plan.scratch_size, scratch_bytes(self.plat)) - nb - sum(whole.values())
                 share = self._shares(stage, names, rest, weight, left // 2, idle)
                 rows = {j: min(self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1),
                                self._tensor_bytes(stage, names[j])) for j in rest if j not in idle}
