@@ -27,6 +27,7 @@ from harness.platform import Platform
 TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
@@ -543,8 +544,10 @@ class Gen:
                     + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
                 ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
                 ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
+                # the cores pack each loaded tile's A and B into panels (about two cycles an element)
+                pack = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * WG_PACK_CYCLES / self.cores
                 # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
-                return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
+                return compute + l2 + pack + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
 
             best = None
             for tk in _cands(p, 2):
