@@ -552,7 +552,7 @@ class Gen:
             best = None
             for tk in _cands(p, 2):
                 for tn in _cands(n, 4):
-                    for tm in _cands(m, 4):
+                    for tm in _balanced(m, 4):
                         if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
                             continue
                         c = cost(tm, tn, tk)
@@ -1102,6 +1102,17 @@ def _cands(total: int, step: int) -> list[int]:
         if t not in out:
             out.append(t)
         t = t // 2 // step * step if t > 8 * step else t - step
+    return out
+
+
+def _balanced(total: int, step: int) -> list[int]:
+    """_cands, and the sizes that cut `total` into 2 to 8 tiles of (nearly) equal size: a tile size
+    bounded by a slab need not leave a small last tile."""
+    out = _cands(total, step)
+    for k in range(2, 9):
+        t = -(-(-(-total // k)) // step) * step
+        if step <= t < total and t not in out:
+            out.append(t)
     return out
 
 
