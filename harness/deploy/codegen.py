@@ -27,6 +27,7 @@ from harness.platform import Platform
 TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
@@ -100,22 +101,59 @@ class Gen:
     def samples(self, stage: Stage) -> int:
         return {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat, 1)
 
-    def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int) -> _NS:
+    def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int, whole: int = 0) -> _NS:
         t = self.step.tensors[tensor]
         h = self.plan.home(tensor)
         addr = f"((uint32_t)odl_arena + {h.offset}u)" if h.memory == "l2" else f"{h.offset}u"
         chunk = t.sample_bytes * self.samples(stage) if t.scope == "batch" and stage.repeat != "once" else 0
         if h.memory != "l2":
-            sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u"
+            sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u, {whole}u"
         else:
-            sl = "0, 0, 0"
+            sl = "0, 0, 0, 0u"
         bw = self.l2_bw if h.memory == "l2" else 1 / self.plat.memory(h.memory).fields["read_cycles_per_byte"]
-        return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2",
-                   bw=bw)
+        return _NS(home=HOME[h.memory], addr=addr, pitch=t.pitch, chunk_bytes=chunk, slabs=sl, ext=h.memory != "l2", bw_ext=bw,
+                   bw=self.l2_bw if whole else bw, res=bool(whole) and h.memory != "l2",
+                   xt=h.memory != "l2" and not whole,   # xt: read from external memory tile by tile
+                   whole=whole)
+
+    def _tensor_bytes(self, stage: Stage, tensor: str) -> int:
+        t = self.step.tensors[tensor]
+        return (t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope not in ("none", "batch") else 1) + 15) // 16 * 16
+
+    def _shares(self, stage: Stage, names: dict, rest: list, weight: dict, room: int, idle) -> dict:
+        """Slab bytes of the streams `rest` within `room` (each has two slabs): in proportion to their
+        weights, but none larger than its tensor (the rest goes to the others); an idle stream (one the
+        stage does not use in this variant) gets a token 16 bytes."""
+        out = {j: 16 for j in rest if j in idle}
+        room -= 16 * len(out)
+        todo = [j for j in rest if j not in idle]
+        while todo:
+            unit = max(0, room) // max(1, sum(weight[j] for j in todo)) // 16 * 16
+            capped = [j for j in todo if self._tensor_bytes(stage, names[j]) <= weight[j] * unit]
+            if not capped:
+                out.update({j: weight[j] * unit for j in todo})
+                break
+            for j in capped:
+                out[j] = self._tensor_bytes(stage, names[j])
+                room -= out[j]
+                todo.remove(j)
+        return out
+
+    def whole_cycles(self, t: _NS) -> float:
+        """Cycles of the transfers that bring the streams `t` into L2 whole (waited for before the first tile)."""
+        return sum(v.whole / v.bw_ext for v in t.values() if v.res)
+
+    def whole_bytes(self, stage: Stage, tensor: str) -> int:
+        """Bytes of `tensor` a run of `stage` reads when it reads all of it (0: not a tensor read whole)."""
+        t = self.step.tensors[tensor]
+        if t.scope == "batch" or tensor in stage.outs.values() or stage.kind == "sgd":   # SGD writes its weights in place
+            return 0
+        return t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope != "none" else 1)
 
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
-    def streams(self, stage: Stage, names: dict, need: dict | None = None) -> tuple[_NS, int] | None:
+    def streams(self, stage: Stage, names: dict, need: dict | None = None,
+                resident: bool = True, idle=()) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
         slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
         one (loads larger than a slab move in pieces). With `need` (store name -> bytes its smallest tile
@@ -126,8 +164,7 @@ class Gen:
                   for k in ext}
         half = scratch_bytes(self.plat) // 2
         if need is None:
-            unit = half // max(1, sum(weight.values())) // 16 * 16
-            sizes = {k: w * unit for k, w in weight.items()}
+            sizes = self._shares(stage, names, ext, weight, half, idle)
         else:
             sizes = {k: (need[k] + 15) // 16 * 16 for k in ext if k in need}
             loads = [k for k in ext if k not in need]
@@ -135,14 +172,43 @@ class Gen:
             if rest < 16 * len(loads):
                 return None
             sizes.update({k: rest // max(1, len(loads)) // 16 * 16 for k in loads})
+        # An external tensor the stage only reads comes into L2 whole when its bytes fit the scratch left
+        # by the other streams' slabs (their shares recomputed without it, each still holding a few rows):
+        # tiles over its columns, or its rows again, then read it in L2 rather than whole rows from
+        # external memory each time (a 1x1 input gradient's column tiles of W read all of W; a weight
+        # gradient's row tiles read all of X). Largest first: the most re-read bytes saved.
+        whole: dict[str, int] = {}
+        if resident and need is None:
+            cands = sorted(((self.whole_bytes(stage, names[k]), k) for k in ext), reverse=True)
+            for nb, k in cands:
+                if not nb:
+                    continue
+                nb = (nb + 15) // 16 * 16
+                rest = [j for j in ext if j != k and j not in whole]
+                left = max(self.plan.scratch_size, scratch_bytes(self.plat)) - nb - sum(whole.values())
+                share = self._shares(stage, names, rest, weight, left // 2, idle)
+                rows = {j: min(self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1),
+                               self._tensor_bytes(stage, names[j])) for j in rest if j not in idle}
+                if left >= 0 and all(share[j] >= rows[j] for j in rows):
+                    whole[k] = nb
+                    sizes.update(share)
         out, at = _NS(), self.plan.scratch
         for k, t in names.items():
+            if k in whole:
+                out[k] = self.stream(stage, t, at, whole[k] // 2, whole[k])
+                out[k]["sb"] = whole[k] // 2
+                at += whole[k]
+                continue
             size = sizes.get(k, 0)
             out[k] = self.stream(stage, t, at, size)
             out[k]["sb"] = size
             at += 2 * size
-        stores = [sizes[k] for k in ext if weight[k] == 3]
-        return out, min(stores) if stores else min(sizes.values(), default=0)
+        # (a slab that holds its whole tensor, or an idle stream's, bounds no tile)
+        stores = [k for k in ext if weight[k] == 3 and k not in whole and k not in idle]
+        part = [sizes[k] for k in stores if sizes[k] < self._tensor_bytes(stage, names[k])]
+        if part or not stores:
+            return out, min(part) if part else min((v for k, v in sizes.items() if k not in idle), default=0)
+        return out, max(sizes[k] for k in stores)
 
     def fail(self, stage: Stage, what: str):
         raise UserError(f"{stage.name}: does not fit: {what} within the {self.budget} bytes of L1 left on "
@@ -263,9 +329,9 @@ class Gen:
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
-            wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.ext else cp(n)) * 2 * (1 if t.w.ext else 1))
-            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.ext and not rows_b) else 1)
-            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.ext else ap / t.a.pitch)
+            wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.xt else cp(n)) * 2 * (1 if t.w.xt else 1))
+            wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.xt and not rows_b) else 1)
+            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             return max(compute, traffic) + forks * FORK_CYCLES
 
@@ -274,7 +340,7 @@ class Gen:
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
-            wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.ext else cp(tn)) * 2
+            wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.xt else cp(tn)) * 2
             traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
             return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES
 
@@ -421,11 +487,11 @@ class Gen:
                     blocks = -(-(-(-tm // 4) * -(-tn // 4)) // self.cores)
                     compute = mt * nt * blocks * (90 * kt + 12 * (kdim + kt))
                     # every slice of A and of W moves per (m, n, k) tile; external tensors move whole rows
-                    a_b = mt * nt * tm * (kt * t.a.pitch if t.a.ext else kdim + kt) * 2
+                    a_b = mt * nt * tm * (kt * t.a.pitch if t.a.xt else kdim + kt) * 2
                     if fw:
-                        w_b = mt * nt * tn * (kt * t.w.pitch if t.w.ext else kdim + kt) * 2
+                        w_b = mt * nt * tn * (kt * t.w.pitch if t.w.xt else kdim + kt) * 2
                     else:
-                        w_b = mt * nt * kdim * (t.w.pitch if t.w.ext else cp(tn)) * 2
+                        w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
                     cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is None or cost < best[0]:
@@ -448,47 +514,57 @@ class Gen:
             if accumulate:
                 names["DbOld"] = st.outs["db"]
         names["OldT"] = st.outs["dw"]
-        t, slab = self.streams(st, names)
-        t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
-        ext = {k for k, v in t.items() if v.ext}
+        def search(resident):
+            t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
+            t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
+            ext = {k for k, v in t.items() if v.ext}
 
-        def mem(tm, tn, tk):
-            k2 = (tk + 1) // 2
-            b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
-            b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
-            if tk < p:
-                b += 4 * tm * tn
-            if bias:
-                b += 4 * m + cp(m) * 2
-            return b + 12 * 16
+            def mem(tm, tn, tk):
+                k2 = (tk + 1) // 2
+                b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
+                b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
+                if tk < p:
+                    b += 4 * tm * tn
+                if bias:
+                    b += 4 * m + cp(m) * 2
+                return b + 12 * 16
 
-        def slab_ok(tm, tn, tk):
-            return ("dw" not in ext or tm * t.dw.pitch * 2 <= slab) and ("Db" not in ext or t.Db.pitch * 2 <= slab)
+            def slab_ok(tm, tn, tk):
+                return ("dw" not in ext or tm * t.dw.pitch * 2 <= t.dw.sb) and ("Db" not in ext or t.Db.pitch * 2 <= t.Db.sb)
 
-        def cost(tm, tn, tk):
-            mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
-            blocks = -(-tm // 4) * -(-tn // 4)
-            compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
-            a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
-            b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
-            l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
-            # an external tensor moves whole rows whatever columns a tile wants
-            ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.ext else 0) \
-                + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.ext else 0)
-            ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext else 0
-            ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.ext else 0
-            # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
-            return compute + l2 + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
+            def cost(tm, tn, tk):
+                mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
+                blocks = -(-tm // 4) * -(-tn // 4)
+                compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
+                a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
+                b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
+                l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
+                # an external tensor moves whole rows whatever columns a tile wants
+                ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.xt else 0) \
+                    + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
+                ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
+                ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
+                # the cores pack each loaded tile's A and B into panels (about two cycles an element)
+                pack = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * WG_PACK_CYCLES / self.cores
+                # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
+                return compute + l2 + pack + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
 
-        best = None
-        for tk in _cands(p, 2):
-            for tn in _cands(n, 4):
-                for tm in _cands(m, 4):
-                    if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
-                        continue
-                    c = cost(tm, tn, tk)
-                    if best is None or c < best[0]:
-                        best = (c, tm, tn, tk)
+            best = None
+            for tk in _cands(p, 2):
+                for tn in _cands(n, 4):
+                    for tm in _balanced(m, 4):
+                        if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
+                            continue
+                        c = cost(tm, tn, tk)
+                        if best is None or c < best[0]:
+                            best = (c, tm, tn, tk)
+            if best is not None:
+                # a tensor brought in whole waits for its transfer once
+                best = (best[0] + self.whole_cycles(t), *best[1:])
+            return best, t, slab, ext
+
+        found = [search(r) for r in (True, False)]
+        best, t, slab, ext = min((f for f in found if f[0] is not None), key=lambda f: f[0][0], default=found[0])
         if best is None:
             self.fail(st, f"no tile of the {m} x {n} weight gradient over {p} pixels")
         _, tm, tn, tk = best
@@ -676,9 +752,9 @@ class Gen:
             tiles = blocks * -(-ns // ts) * -(-band_rows // tr)
             rin, _, rx = rows_of(ts, tr)
             # an external input moves whole rows for each channel block; halo rows move once per band
-            ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].ext else 0)
-                                  + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.ext and step != "fw" else 0)
-                                  + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.ext and step == "wg" else 0))
+            ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].xt else 0)
+                                  + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt and step != "fw" else 0)
+                                  + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.xt and step == "wg" else 0))
             l2_bytes = tiles * (rin + rx) * cp(tc) * 2
             return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_cycles + l2_bytes / self.l2_bw
 
@@ -1026,6 +1102,17 @@ def _cands(total: int, step: int) -> list[int]:
         if t not in out:
             out.append(t)
         t = t // 2 // step * step if t > 8 * step else t - step
+    return out
+
+
+def _balanced(total: int, step: int) -> list[int]:
+    """_cands, and the sizes that cut `total` into 2 to 8 tiles of (nearly) equal size: a tile size
+    bounded by a slab need not leave a small last tile."""
+    out = _cands(total, step)
+    for k in range(2, 9):
+        t = -(-(-(-total // k)) // step) * step
+        if step <= t < total and t not in out:
+            out.append(t)
     return out
 
 

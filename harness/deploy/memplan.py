@@ -41,6 +41,9 @@ PLACEMENTS = ("fit", "method")
 def scratch_bytes(plat: Platform) -> int:
     return max(128 * 1024, plat.memory("l2").size // 8) // 16 * 16
 
+# L2 left unused when the slabs take what the tensors leave (the program's code is an estimate)
+SCRATCH_MARGIN = 32 * 1024
+
 # L2 the whole-step program needs besides its tensors: runtime, FC stack and data, and about this much
 # code per stage function (measured: 2.2-2.8 KiB for the generated stages)
 PROGRAM_BASE_BYTES = 24 * 1024
@@ -69,6 +72,7 @@ class MemoryPlan:
     homes: dict = field(default_factory=dict)     # tensor -> Home
     arena: int = 0                                # bytes of the L2 arena (scratch included)
     scratch: int = 0                              # offset of the stages' L2 slabs (if any)
+    scratch_size: int = 0                         # their bytes: at least scratch_bytes(), and the L2 left
     budget: int = 0
     external_bytes: dict = field(default_factory=dict)   # memory -> bytes used
 
@@ -185,14 +189,19 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
                 ext[name] = "flash" if t.role in ("weight", "bias") and t.layer not in trained else "hyperram"
         if not ext or scratch:
             break
-    plan = MemoryPlan(step, placement, plat, budget=budget, arena=arena.size)
+    # The slabs sit below every other L2 tensor (placed first, alive throughout): the L2 the tensors
+    # leave (less a margin for the estimate of the program's code) widens them, so that a stage can
+    # bring larger external tensors into L2 whole (harness.deploy.codegen.Gen.streams).
+    extra = max(0, budget - arena.size - SCRATCH_MARGIN) // ALIGN * ALIGN if "<scratch>" in arena.offsets else 0
+    plan = MemoryPlan(step, placement, plat, budget=budget, arena=arena.size + extra)
     for name, off in arena.offsets.items():
         if name == "<scratch>":
             plan.scratch = off
-            plan.homes[name] = Home(name, "l2", off, scratch_bytes(plat), 0, n_seq - 1)
+            plan.scratch_size = scratch_bytes(plat) + extra
+            plan.homes[name] = Home(name, "l2", off, plan.scratch_size, 0, n_seq - 1)
             continue
         iv = life[name]
-        plan.homes[name] = Home(name, "l2", off, step.tensors[name].nbytes(step), iv[0][0], iv[-1][1])
+        plan.homes[name] = Home(name, "l2", off + extra, step.tensors[name].nbytes(step), iv[0][0], iv[-1][1])
     addr = {"hyperram": 0, "flash": 0}
     # epoch 1 keeps the new samples' latents in flash for the later epochs (the batch's share is written
     # per step); the replay buffer goes last: a stage reads its first latents, which stay within the flash's size

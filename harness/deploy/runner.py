@@ -161,7 +161,8 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
             ext[h.memory] += (h.nbytes + 15) // 16 * 16
     if any(h.memory != "l2" for h in local.homes.values()):
         local.scratch = off
-        off += scratch_bytes(plan.platform)
+        local.scratch_size = plan.scratch_size or scratch_bytes(plan.platform)
+        off += local.scratch_size
     local.arena = off
     return local
 
@@ -182,6 +183,8 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
             "samples": {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1),
             "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
             "platform": plan.platform.name, "seed": SEED,
+            **({"scratch": plan.scratch_size} if plan.scratch_size > scratch_bytes(plan.platform)
+               and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
             **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
                else {"weights": [weights, st.layer.name if st.layer else ""]})}
 

@@ -9,6 +9,12 @@
 void odl_get(odl_xfer_t *x, odl_stream_t *s, uint32_t row0, uint32_t nrows, uint32_t col0, uint32_t ncols,
                            void *l1) {
   uint32_t rb = (ncols + (ncols & 1)) * 2, stride = s->pitch * 2;
+  if (s->whole) {   /* the whole tensor's transfer lands: from now on it is read in L2 */
+    odl_wait_slab(s, 0);
+    s->whole = 0;
+    s->home = ODL_L2;
+    s->addr = s->slab[0];
+  }
   if (s->home == ODL_L2) {
     odl_dma_rows(&x->dma, s->addr + row0 * stride + col0 * 2, (uint32_t)l1, rb, nrows, stride, PI_CL_DMA_DIR_EXT2LOC);
     return;

@@ -37,10 +37,15 @@ typedef struct {
   pi_task_t ud[2];
   int busy[2];
   int cur;
+  int whole;           /* the tensor is on its way into L2 whole (see odl_stream) */
 } odl_stream_t;
 
+/* `whole` > 0: an external tensor read by the stage that fits its two slabs (contiguous) comes into L2
+ * whole, in one uDMA transfer started here, before the stage's first tile; from its first load on
+ * the stream is an L2 one, so tiles that want some of its columns, or its rows again, read it there
+ * instead of bringing whole rows from external memory each time. */
 static inline void odl_stream(odl_stream_t *s, int home, uint32_t addr, uint32_t pitch, uint32_t slab0, uint32_t slab1,
-                              uint32_t slab_bytes) {
+                              uint32_t slab_bytes, uint32_t whole) {
   s->home = home;
   s->slab_bytes = slab_bytes;
   s->addr = addr;
@@ -49,6 +54,15 @@ static inline void odl_stream(odl_stream_t *s, int home, uint32_t addr, uint32_t
   s->slab[1] = slab1;
   s->busy[0] = s->busy[1] = 0;
   s->cur = 0;
+  s->whole = 0;
+  if (whole && home != ODL_L2) {
+    if (home == ODL_RAM)
+      pi_ram_read_async(&odl_ram_dev, addr, (void *)slab0, whole, &s->ud[0]);
+    else
+      pi_flash_read_async(&odl_flash_dev, addr, (void *)slab0, whole, &s->ud[0]);
+    s->busy[0] = 1;
+    s->whole = 1;
+  }
 }
 
 /* One load or store in flight: its cluster-DMA commands, and for an external load the slab -> L1 hop
