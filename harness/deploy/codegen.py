@@ -148,6 +148,10 @@ class Gen:
         t = self.step.tensors[tensor]
         if t.scope == "batch" or tensor in stage.outs.values() or stage.kind == "sgd":   # SGD writes its weights in place
             return 0
+        if stage.kind == "mm_fw" and "xs" not in stage.outs:
+            # a frozen layer's forward reads its weights once a chunk: streamed, the first tile starts
+            # sooner than after the whole transfer (table2's frozen forwards: up to 10 % faster, one 0.5 % slower)
+            return 0
         return t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope != "none" else 1)
 
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
