@@ -228,3 +228,19 @@ def test_depthwise_forward_row_tiles():
     assert r["tiles"] > 3
     r = _run("dw", 4, 4, 100, 100, "fw", stride=1, placement="frozen")
     assert r["tiles"] > 3
+
+
+@pytest.mark.parametrize("kind,cin,cout,h,w,step,p,platform", [
+    ("linear", 1280, 10, 1, 16, "ig", 0.7, "paper"),      # few classes, 16 samples: column chunks of W
+    ("linear", 1280, 10, 1, 16, "wg", 1.0, "paper"),      # ... of X, dY^T and the bias gradient made once
+    ("pw", 16, 16, 8, 8, "ig", 0.7, "paper"),             # 11 kept channels: an odd chunk's pad lane
+    ("pw", 16, 16, 8, 8, "ig", 0.7, "pulp-open"),
+    ("pw", 96, 576, 4, 4, "wg", 0.7, "paper"),            # the weight gradient's one fork (transposed C)
+    ("pw", 21, 35, 5, 3, "wg", 1.0, "paper"),             # odd chunks of output channels
+])
+def test_one_fork_column_chunks(kind, cin, cout, h, w, step, p, platform):
+    """The products that run in one fork over column chunks (plan_cols / one_fork_cols in gemm.py) take
+    that path and give the reference's numbers, pad lanes zero included."""
+    sp = specmod.make(kind, cin, cout, h, w, step, p_in=p, platform=platform)
+    assert "odl_chunk_t" in runner.prepare(sp).program.c
+    _run(kind, cin, cout, h, w, step, p_in=p, platform=platform)

@@ -931,11 +931,11 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
         ext = _addr(out_sym, c0 * out_pitch if trans else c0)
         rows.append(f"{{ (const f16 *){sraw[j]}, {span[j]}, odl_t{cols}_fn, odl_t{cols}_runs, "
                     f"odl_t{cols}_first, {cbuf[j]}, {ext}, {cp(cols)}, (f16 *){sums} + {c0 if trans else 0}, "
-                    f"{cols * c_pitch} }}")
+                    f"{cols * c_pitch}, {int(cols % 2 and not trans)} }}")
     fn_t = "odl_mm_fn" if trans else "odl_mm_fnp"
     g.decls.append(f"typedef struct {{ const f16 *src; uint32_t *pan; {fn_t} const *fn; "
                    "const odl_run_t *runs; const uint16_t *first; void *c; uint32_t ext; uint16_t pitch; f16 *sums; "
-                   "uint32_t bytes; } odl_chunk_t;")
+                   "uint32_t bytes; uint16_t pad; } odl_chunk_t;")
     g.decls.append(f"static const odl_chunk_t odl_ch[] ODL_TABLE = {{\n  " + ",\n  ".join(rows) + "\n};")
     g.decls.append(f"static PI_L1 odl_dma_t odl_in[{nch}];")
     if trans:   # the chunk's rows of C are whole rows of the output: one transfer
@@ -944,6 +944,10 @@ def one_fork_cols(g, m: int, a_buf: str, a_pitch: int, k2: int, s_sym: str, s_pi
     else:
         send = ("odl_dma_2d(&dc[0], h->ext, (uint32_t)h->c, (uint32_t)h->pitch * 2, {m}, {op}, PI_CL_DMA_DIR_LOC2EXT);"
                 .format(m=m, op=out_pitch * 2))
+        if any((c1 - c0) % 2 for c0, c1 in chunks):
+            # an odd chunk's pad lane of C is the product with S's next column (W's next channel): zero it
+            send = (f"if (h->pad) {{ f16 *c = (f16 *)h->c; for (int r = 0; r < {m}; r++) c[r * h->pitch + h->pitch - 1] = 0; }} "
+                    + send)
         mm = f"odl_mm_runs_p(h->fn, h->runs, h->first, {a_buf}, h->pan, h->c, 0, (uint32_t)h->pitch * 2);"
     pack = f"odl_rows_ts(h->pan, h->src, h->pitch, {kdim}, h->pitch, {rb}, h->sums);"
     body = f"""  int id = pi_core_id();
