@@ -130,7 +130,7 @@ def gen(g, ins) -> bool:
         wr = [wr for nm, _, _, _, wr in ins_ if nm == name][0]
         return f"(uint32_t){ib[name][k]} + {wr * cp(n) * 2}" if wr else f"(uint32_t){ib[name][k]}"
     fns = {}
-    warm, set_first = None, {}   # the weight-gradient routines, run once on scratch while the first tile arrives
+    warm, set_first = None, {}   # the weight-gradient warm-up fork; each buffer set's first tile (channels)
     for i, (c0, n) in enumerate(tiles):
         k = i % sets
         key = (k, n, kept(c0, n))
@@ -169,11 +169,10 @@ def gen(g, ins) -> bool:
             rtn_b = DwWg(**shape, bias=True, rows=1) if split and db_sym else rtn
             g.asm_more[rtn_b.name] = rtn_b.asm()
             if warm is None and len(tiles) > 1:   # (one tile: nothing to overlap the warm-up's fork with but one DMA)
-                set_first = {}   # each set's first tile: its zero rows, laid by the warm-up fork
                 for j, (_, m) in enumerate(tiles):
                     set_first.setdefault(j % sets, m)
                 zero = [(f"(uint32_t *){ib['xs'][j]}", s.w * cp(m) // 2, (s.h + 1) * s.w * cp(m) // 2) for j, m in set_first.items()]
-                warm = _wg_warm(g, (full if not split else rtn).name, rtn_b.name, ob[0][0], ib["xs"][0], ib["dy"][0],
+                warm = _wg_warm(g, rtn.name, rtn_b.name, ob[0][0], ib["xs"][0], ib["dy"][0],
                                 ob[0][1] if db_sym else None, p // 2, c2, zero, cores)
             # the tile's buffers and sizes come in the fork's argument (odl_wg_tile below)
             # (the zero rows of a set's first tile are laid in the warm-up fork; a later tile of another
@@ -184,7 +183,7 @@ def gen(g, ins) -> bool:
                     f"    odl_zero_words((uint32_t *)xs + T->aux2, T->aux, {cores});",
                     "    pi_cl_team_barrier();",
                     "  }"]
-            call = (f"  odl_dw3_wg_items({full.name if not split else rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *)T->dst, "
+            call = (f"  odl_dw3_wg_items({rtn.name}, {rtn.name}, {rtn_b.name}, (uint32_t *)T->dst, "
                     f"xs, (const uint32_t *)T->src2, (uint32_t *)T->dst2, T->rows, T->pitch, T->aux, {s.h_out}, {int(split)}, {cores});")
         g.asm_more[rtn.name] = rtn.asm()
         body.append(call)
@@ -277,6 +276,4 @@ def _wg_split(pairs: list, cores: int, pass_instructions: int) -> bool:
     (`pairs` channel pairs each), so that they share one routine in the instruction caches."""
     whole = sum(-(-c2 // cores) * (3 * pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
     split = sum(-(-3 * c2 // cores) * (pass_instructions + WG_ITEM_INSTRUCTIONS) for c2 in pairs)
-    import os
-    if os.environ.get('WGSPLIT'): return os.environ['WGSPLIT'] == '1'
     return split < whole

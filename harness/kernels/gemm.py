@@ -862,15 +862,14 @@ def plan_cols_est(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles:
                   c_pitch: int = 0):
     """Column chunks of B = S^T (S[kdim][n] K-major in L2) for a product whose A (m rows, a_pitch bytes
     apart in L1) is small and stays: the chunks arrive one after the other, each transposed into rows of
-    K-pairs (read in place by the micro-kernels) by the cores and multiplied within one fork, its results sent by the master from inside the fork while
-    the next is computed. Every chunk has buffers of its own (nothing is reused, so nothing waits for a
+    K-pairs (read in place by the micro-kernels) by the cores and multiplied within one fork, its results
+    sent from inside the fork while the next is computed. Every chunk has buffers of its own (nothing is reused, so nothing waits for a
     transfer to leave). Returns (chunks, estimated end), None when they do not all fit L1 next to
     `fixed_bytes`. c_pitch > 0: C is the transpose (rows of C are the chunk's columns, c_pitch bytes
     apart: `trans` blocks)."""
     plat = g.plat
     bpc = plat.dma["bytes_per_cycle"]
     cores = plat.cluster["cores"]
-
     rb = _padded(plat, 4 * k2)
 
     def c_bytes(cols):

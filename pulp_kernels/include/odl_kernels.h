@@ -239,21 +239,6 @@ static inline void odl_conv_pad(uint32_t *buf, int nin, int rw, int lw, int rw2,
   }
 }
 
-/* acc[r] += sum of the K-pairs of row r (rows `pitch` bytes apart, k2 words): bias gradients from the
- * transposed output gradient, FP32 (vfdotpex with {1, 1}). */
-static inline void odl_rowsum_acc(float *acc, const uint32_t *rows, int pitch, int n, int k2) {
-  int lo, hi;
-  odl_chunk(n, &lo, &hi);
-  for (int r = lo; r < hi; r++) {
-    const uint32_t *w = (const uint32_t *)((const char *)rows + r * pitch);
-    uint32_t s = 0;
-    for (int kk = 0; kk < k2; kk++) s = pulp_vfdotpex_s_h(s, w[kk], 0x3c003c00u);
-    float f;
-    __builtin_memcpy(&f, &s, 4);
-    acc[r] += f;
-  }
-}
-
 /* The `cols` columns (even) of a K-major FP16 source S[kdim][cols] (rows `pitch` halves apart, kdim >= 2) into
  * rows of K-pairs `row_bytes` apart, each row's sum in FP16 to sums[] (a bias gradient whose rows see every
  * pixel in one tile): every core one call for its contiguous share of column pairs. */
