@@ -123,6 +123,24 @@ def release(proc: subprocess.Popen, kill: bool = False) -> None:
     _groups.discard(proc.pid)
 
 
+def interrupt_group(proc: subprocess.Popen, grace: float, finish=None):
+    """Stop a child's whole process group the way a simulator wants to be stopped: SIGINT first (GVSoC
+    flushes what the program printed and exits), SIGKILL for what is left `grace` seconds later.
+    `finish(timeout)` waits for the child and returns what it read (default: proc.wait); returns that."""
+    finish = finish or (lambda t: proc.wait(timeout=t))
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        result = finish(grace)
+    except subprocess.TimeoutExpired:   # communicate keeps what it read: the next call returns all of it
+        kill_group(proc.pid)
+        result = finish(None)
+    kill_group(proc.pid)   # whatever the child left behind in its group
+    return result
+
+
 def run(cmd: list, *, timeout: float | None = None, cwd=None, text: bool = True) -> subprocess.CompletedProcess:
     """subprocess.run(capture_output=True) for a child that must not outlive pulp-odl."""
     proc = popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd, text=text)

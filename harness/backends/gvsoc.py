@@ -353,18 +353,8 @@ def _launch(cmd: list[str], timeout: float, cwd=None) -> tuple[str, str, int | N
         if failed is not None:
             raise UserError(f"GVSoC failed to start: {cmd[0]}: {failed.strerror}; {HOW_TO}")
     except subprocess.TimeoutExpired:
-        # The whole process group (the launcher and the simulator it started): SIGINT lets GVSoC print
-        # what the program wrote so far and stop; SIGKILL takes whatever is left.
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            out, err = proc.communicate(timeout=INTERRUPT_GRACE_S)
-        except subprocess.TimeoutExpired:   # communicate keeps what it read: the next call returns all of it
-            procs.kill_group(proc.pid)
-            out, err = proc.communicate()
-        procs.kill_group(proc.pid)   # whatever the launcher left behind
+        # the launcher and the simulator it started, keeping what the program wrote so far
+        out, err = procs.interrupt_group(proc, INTERRUPT_GRACE_S, lambda t: proc.communicate(timeout=t))
         rc = None
     except UserError:
         procs.release(proc)

@@ -93,7 +93,6 @@ def _launch(cmd: list[str], timeout: float, wd: Path) -> tuple[str, str, int | N
     process group is stopped and that status used. Output goes to files, so a chatty program cannot fill a
     pipe while this waits."""
     import os
-    import signal
     import subprocess
     import time
 
@@ -120,13 +119,7 @@ def _launch(cmd: list[str], timeout: float, wd: Path) -> tuple[str, str, int | N
                 if done_at is None and done.exists():
                     done_at = now
                 if done_at is not None and now - done_at > DONE_GRACE_S or now - t0 > timeout:
-                    try:
-                        os.killpg(proc.pid, signal.SIGINT)   # GVSoC prints what it holds and stops
-                        proc.wait(timeout=gvsoc.INTERRUPT_GRACE_S)
-                    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-                        pass
-                    procs.kill_group(proc.pid)
-                    proc.wait()
+                    procs.interrupt_group(proc, gvsoc.INTERRUPT_GRACE_S)
                     text = done.read_text().strip() if done.exists() else ""
                     rc, stopped = (int(text), True) if text.lstrip("-").isdigit() else (None, False)
                     break
