@@ -427,7 +427,7 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
             g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, units + [0]))} }};")
         nu = len(units) // 4
         ops = (bpan, araw) if t.trans else (araw, bpan)
-        body = (f"  odl_units_t({bpan}, (const f16 *)T->src, odl_u{cols}, {nu}, {cols}, {kdim}, {cp(cols)}, 0);"
+        body = (units_parts(bpan, "T->src", f"odl_u{cols}", nu, cols, kdim, cp(cols), cores)
                 + (FIRST_WAIT if i == 0 else "\n  pi_cl_team_barrier();\n") + "  " + t.call(name, *ops, "T->dst"))
         fns[key] = g.func(body)
     _trackers(g)
@@ -448,6 +448,34 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
         g.fork(fns[(c1 - c0, i == 0)], src=wraw[k], dst=cbuf[k])
         g.body.append(f"  odl_dma_2d(&dc[{k}], {_addr(out_sym, c0)}, (uint32_t){cbuf[k]}, {cp(c1 - c0) * 2}, {m}, {out.pitch * 2}, PI_CL_DMA_DIR_LOC2EXT);")
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
+
+
+UNIT_CALL = 40   # cycles of a call of odl_packc2 from odl_units_tk beyond its loop
+SPLIT_MIN = 600  # cycles a split of the transposition must save (its code's cold fetch, by measurement)
+
+
+def units_split(nu: int, kdim: int, cores: int) -> int:
+    """In how many parts of K (1 to 4) the `nu` units of a transposition are dealt to the cores, so that
+    the busiest core's share (whole units dealt round-robin) is the least: 20 units on 8 cores are 3
+    for some cores and 2 for others, 40 halves are 5 for each."""
+    unit = 9 * (kdim // 2) + UNIT_CALL
+
+    def busiest(s):
+        return -(-s * nu // cores) * (unit // s + UNIT_CALL)
+    best = min((1, 2, 3, 4), key=lambda s: (busiest(s), s))
+    # a split's code (one more inlined transposition a part) is fetched cold at the tile's first run
+    return best if busiest(1) - busiest(best) > SPLIT_MIN else 1
+
+
+def units_parts(dst: str, src: str, tab: str, nu: int, valid: int, kdim: int, pitch: int, cores: int) -> str:
+    """The C calls that transpose by `units_split` parts of K (src rows `pitch` halves apart), each part's
+    units dealt on from the core where the part before ended."""
+    parts = units_split(nu, kdim, cores)
+    if parts == 1:
+        return f"  odl_units_t({dst}, (const f16 *){src}, {tab}, {nu}, {valid}, {kdim}, {pitch}, 0);"
+    cuts = [kdim * j // parts // 2 * 2 for j in range(parts)] + [kdim]
+    return "\n".join(f"  odl_units_tk({dst}, (const f16 *){src} + {cuts[j] * pitch}, {tab}, {nu}, {valid}, "
+                     f"{cuts[j + 1] - cuts[j]}, {pitch}, {j * nu % cores}, {cuts[j] // 2});" for j in range(parts))
 
 
 def _wt_panels(t: Tile) -> list:
