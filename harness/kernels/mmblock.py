@@ -336,12 +336,17 @@ def pack_cols2() -> list[str]:
     """odl_packc2(d0, src, k2, pitch_bytes, d1, dstep): two adjacent columns of a K-major FP16 matrix
     (rows of K `pitch_bytes` apart) into two rows of K-pairs: word kk of the first column (rows 2kk and
     2kk + 1) goes to d0, of the second to d1, each pointer then stepping by dstep bytes (4: rows of a
-    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 9 instructions a pair."""
-    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 16"]
+    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 7 instructions a pair."""
+    # The words are stored whole and their wrong halves overwritten by halfword stores: d0's word is
+    # row 2kk's with row 2kk + 1's low half on top, d1's row 2kk + 1's with row 2kk's high half under it.
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "addi a7, a0, 2"]
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t4") + [
-            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
-            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5")]
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a0", rs3_s="a5"),
+            "srli t2, t0, 16",
+            asm.line("p_sh_postinc_reg", rs2="t1", rs1="a7", rs3_s="a5"),
+            "sw t1, 0(a4)",
+            asm.line("p_sh_postinc_reg", rs2="t2", rs1="a4", rs3_s="a5")]
     return _routine("odl_packc2", pro, body)
 
 
