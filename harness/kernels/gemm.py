@@ -41,6 +41,8 @@ def _panel_table(sizes: list, k2: int, skew: int) -> tuple[list, int]:
 
 FORK_CYCLES = 500   # a fork and its barrier, with the wake-up of the cores and the master's DMA commands
 WG_FORK = 1000      # the weight gradient's: its tasks are larger, their first run refills more code
+WT_FORK = 1500      # the input gradient's with W^T streaming: a transition between its tiles refills about 1,100
+                    # cycles of code (the master's commands, the next task and its transposition), by timeline
 
 
 def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int:
@@ -77,7 +79,8 @@ def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cyc
     best = None
     edges = sorted({min(total, tmax, step * e) for e in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)} | {min(total, tmax)})
     for first in edges:
-        for last in edges:
+        # two tiles: the first and all the rest, whatever the rest's size
+        for last in sorted(set(edges) | ({total - first} if 0 < total - first <= tmax else set())):
             if first + last > total:
                 if first != total or last != total:
                     continue
@@ -200,10 +203,13 @@ def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out,
         if nmax:
             def tile_c(cols):
                 t = _wt_tile(m, pa, cols, k2, skew, cores)
-                return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (5 * (kdim // 2) + 40)
+                nu = len(units_panels(_wt_panels(t), k2, skew)) // 4
+                parts = units_split(nu, kdim, cores)
+                return max(t.core_cycles()) + -(-parts * nu // cores) * (PAIR_CYCLES * (kdim // 2) // parts + UNIT_CALL)
+            wt_fork = WT_FORK
             ctiles = plan_tiles(n, nmax, tile_c, lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
-                                step=4, lead=(m * pa // dma_bpc, 0))
-            est = _timeline([c1 - c0 for c0, c1 in ctiles], lambda c: tile_c(c) + FORK_CYCLES,
+                                step=4, lead=(m * pa // dma_bpc, 0), fork=wt_fork)
+            est = _timeline([c1 - c0 for c0, c1 in ctiles], lambda c: tile_c(c) + wt_fork,
                             lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc, lambda c: 0,
                             (m * pa // dma_bpc, 0))
             plans.append((est, "c", ctiles))
@@ -450,6 +456,7 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
 
 
+PAIR_CYCLES = 7  # odl_packc2's loop, a pair of words
 UNIT_CALL = 40   # cycles of a call of odl_packc2 from odl_units_tk beyond its loop
 SPLIT_MIN = 600  # cycles a split of the transposition must save (its code's cold fetch, by measurement)
 
@@ -458,7 +465,7 @@ def units_split(nu: int, kdim: int, cores: int) -> int:
     """In how many parts of K (1 to 4) the `nu` units of a transposition are dealt to the cores, so that
     the busiest core's share (whole units dealt round-robin) is the least: 20 units on 8 cores are 3
     for some cores and 2 for others, 40 halves are 5 for each."""
-    unit = 9 * (kdim // 2) + UNIT_CALL
+    unit = PAIR_CYCLES * (kdim // 2) + UNIT_CALL
 
     def busiest(s):
         return -(-s * nu // cores) * (unit // s + UNIT_CALL)
