@@ -251,7 +251,7 @@ def test_one_fork_column_chunks(kind, cin, cout, h, w, step, p, platform):
     (21, 35, "fw", 1.0),      # a tile of odd width: its pad lane reads the zero row past it
     (45, 37, "fw", 0.7),
     (96, 100, "ig", 1.0),     # W^T streaming, its panels of 5 rows (pairs across panels)
-    (96, 100, "ig", 0.7),     # odd kept channels
+    (96, 200, "ig", 0.7),     # odd kept channels
     (96, 576, "ig", 0.7),     # the transposition split in parts of K
 ])
 def test_trans_blocks_of_five_on_sixteen_pixels(cin, cout, step, p):
@@ -290,3 +290,17 @@ def test_transposition_split_evens_the_cores():
     assert units_split(20, 576, 8) == 2       # 3 whole units for some cores; 5 halves for each
     assert units_split(16, 576, 8) == 1       # already even
     assert units_split(6, 128, 8) == 1        # too little to save for the split's code
+
+
+def test_five_row_blocks_only_where_their_registers_fit():
+    """5 rows of A more than 2 KiB apart need a pointer each: the trans tile keeps blocks of 4 there
+    (a 1280-input classifier over 16 samples), and every routine of both plans assembles."""
+    from harness.kernels.mmblock import block_asm
+    from harness.kernels.mmplan import Side, Tile
+
+    near = Tile(k2=48, a=Side(rows=40, pitch=196), b=Side(rows=16, skew=4), c_pitch=80, trans=True, odd_a=True)
+    far = Tile(k2=448, a=Side(rows=10, pitch=1796), b=Side(rows=16, skew=4), c_pitch=20, trans=True, odd_a=True)
+    assert near.blocks_a == [5] * 8 and far.blocks_a == [4, 4, 2] and not far.odd_a
+    for k in near.kernels + far.kernels:
+        assert block_asm(k)
+    _run("linear", 1280, 10, 1, 16, "fw", p_in=0.7, platform="paper")

@@ -90,6 +90,14 @@ def _groups(rows: int, pitch: int) -> list[list[int]]:
     return [list(range(r, min(rows, r + per))) for r in range(0, rows, per)]
 
 
+def block_fits(m: int, n: int, a_pitch: int, b_pitch: int) -> bool:
+    """Whether an m x n block's loop registers (accumulators, operands, one pointer a group of rows) fit
+    the pool besides the B pointer's first group (the other persistent values can wait on the stack)."""
+    ga = len(_groups(m, a_pitch)) if a_pitch else 1
+    gb = len(_groups(n, b_pitch)) if b_pitch else 1
+    return m * n + (2 if m > 1 else 1) + n + ga + gb <= len(POOL)
+
+
 def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
     """dst = src + imm in single-instruction lines (tmp holds a large immediate)."""
     if IMM_MIN <= imm <= IMM_MAX:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.kernels.mmblock import Block, block_asm
+from harness.kernels.mmblock import Block, block_asm, block_fits
 
 _SMALL = {1: [1], 2: [2], 3: [3], 6: [3, 3], 7: [4, 3], 11: [4, 4, 3]}
 RUN_CYCLES = 45   # a call of a micro-kernel: saving and restoring registers, the table entry
@@ -98,6 +98,9 @@ class Tile:
             self.blocks_a = [r for r, _, _ in self.a_list]
         else:
             even_a = self.a.rows + self.a.rows % 2
+            self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
+            if pair_a and self.odd_a and not block_fits(5, max(self.blocks_b), self.a.pitch, self.b.pitch):
+                self.odd_a = False   # 5 rows of A far apart: a pointer each, more than the registers hold
             if pair_a and self.odd_a:
                 self.blocks_a = free_blocks(even_a)
             else:
