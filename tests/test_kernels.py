@@ -299,7 +299,7 @@ def test_five_row_blocks_only_where_their_registers_fit():
     from harness.kernels.mmplan import Side, Tile
 
     near = Tile(k2=48, a=Side(rows=40, pitch=196), b=Side(rows=16, skew=4), c_pitch=80, trans=True, odd_a=True)
-    far = Tile(k2=448, a=Side(rows=10, pitch=1796), b=Side(rows=16, skew=4), c_pitch=20, trans=True, odd_a=True)
+    far = Tile(k2=640, a=Side(rows=10, pitch=2564), b=Side(rows=16, skew=4), c_pitch=20, trans=True, odd_a=True)
     assert near.blocks_a == [5] * 8 and far.blocks_a == [4, 4, 2] and not far.odd_a
     for k in near.kernels + far.kernels:
         assert block_asm(k)
