@@ -244,3 +244,63 @@ def test_one_fork_column_chunks(kind, cin, cout, h, w, step, p, platform):
     sp = specmod.make(kind, cin, cout, h, w, step, p_in=p, platform=platform)
     assert "odl_chunk_t" in runner.prepare(sp).program.c
     _run(kind, cin, cout, h, w, step, p_in=p, platform=platform)
+
+
+@pytest.mark.parametrize("cin,cout,step,p", [
+    (96, 100, "fw", 1.0),     # the weights streaming, 5-row A blocks at even and odd first lanes
+    (21, 35, "fw", 1.0),      # a tile of odd width: its pad lane reads the zero row past it
+    (45, 37, "fw", 0.7),
+    (96, 100, "ig", 1.0),     # W^T streaming, its panels of 5 rows (pairs across panels)
+    (96, 200, "ig", 0.7),     # odd kept channels
+    (96, 576, "ig", 0.7),     # the transposition split in parts of K
+])
+def test_trans_blocks_of_five_on_sixteen_pixels(cin, cout, step, p):
+    """16 pixels cut only into 4s: the trans products cut the channels into 5s and 4s instead (5x4
+    blocks, the lone lane of a 5-row block stored alone), and give the reference's numbers, pad lanes
+    zero included."""
+    import re
+
+    sp = specmod.make("pw", cin, cout, 4, 4, step, p_in=p, platform="paper")
+    c = runner.prepare(sp).program.c
+    assert re.search(r"odl_mm5x4_\w+_t(_b)?\(", c) and re.search(r"odl_mm5x4_\w+_t(_b)?_o\(", c)
+    if cout == 576:
+        assert "odl_units_tk(" in c
+    _run("pw", cin, cout, 4, 4, step, p_in=p, platform="paper")
+
+
+def test_panel_units_pair_columns_across_odd_panels():
+    """W^T's panels of 5 rows: a panel's last column pairs with the next panel's first (the second row
+    of the unit that many words on), a lone column only where no next panel of that height follows."""
+    from harness.kernels.gemm import units_panels
+
+    k2, skew = 3, 4
+    tab = units_panels([5, 5, 4], k2, skew)
+    units = [tab[i:i + 4] for i in range(0, len(tab), 4)]
+    assert [u[0] for u in units] == [0, 2, 4, 6, 8, 10, 12]      # every column once, in pairs
+    p1 = (4 * k2 * 5 + skew) // 4                                  # panel 1's first word
+    assert units[2] == [4, 1 + p1 - 4, 4, 5]                       # column 4 (panel 0, row 4) with 5 (panel 1, row 0)
+    assert units[3] == [6, 2, p1 + 1, 5]
+    assert units_panels([4, 4, 2], k2, skew) == [0, 2, 0, 4, 2, 2, 2, 4, 4, 2, 13, 4, 6, 2, 15, 4, 8, 2, 26, 2]
+    assert [u[1] for u in [units_panels([5, 4], k2, skew)[i:i + 4] for i in range(0, 16, 4)]] == [2, 2, 1, 2]
+
+
+def test_transposition_split_evens_the_cores():
+    from harness.kernels.gemm import units_split
+
+    assert units_split(20, 576, 8) == 2       # 3 whole units for some cores; 5 halves for each
+    assert units_split(16, 576, 8) == 1       # already even
+    assert units_split(6, 128, 8) == 1        # too little to save for the split's code
+
+
+def test_five_row_blocks_only_where_their_registers_fit():
+    """5 rows of A more than 2 KiB apart need a pointer each: the trans tile keeps blocks of 4 there
+    (a 1280-input classifier over 16 samples), and every routine of both plans assembles."""
+    from harness.kernels.mmblock import block_asm
+    from harness.kernels.mmplan import Side, Tile
+
+    near = Tile(k2=48, a=Side(rows=40, pitch=196), b=Side(rows=16, skew=4), c_pitch=80, trans=True, odd_a=True)
+    far = Tile(k2=640, a=Side(rows=10, pitch=2564), b=Side(rows=16, skew=4), c_pitch=20, trans=True, odd_a=True)
+    assert near.blocks_a == [5] * 8 and far.blocks_a == [4, 4, 2] and not far.odd_a
+    for k in near.kernels + far.kernels:
+        assert block_asm(k)
+    _run("linear", 1280, 10, 1, 16, "fw", p_in=0.7, platform="paper")

@@ -41,6 +41,8 @@ def _panel_table(sizes: list, k2: int, skew: int) -> tuple[list, int]:
 
 FORK_CYCLES = 500   # a fork and its barrier, with the wake-up of the cores and the master's DMA commands
 WG_FORK = 1000      # the weight gradient's: its tasks are larger, their first run refills more code
+WT_FORK = 1500      # the input gradient's with W^T streaming: a transition between its tiles refills about 1,100
+                    # cycles of code (the master's commands, the next task and its transposition), by timeline
 
 
 def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int:
@@ -63,7 +65,7 @@ def _timeline(sizes, cost, in_cycles, out_cycles, xs_cycles, lead=(0, 0)) -> int
 
 
 def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cycles=lambda r: 0, step: int = 5,
-               lead=(0, 0), fork: int = FORK_CYCLES) -> list:
+               lead=(0, 0), fork: int = FORK_CYCLES, two: bool = True) -> list:
     """M tiles (row ranges) of at most tmax rows that minimise the estimated time: every tile's slowest
     core (tile_cycles(rows)) plus a fork, the first tile's arrival (in_cycles(rows)) and the last one's
     departure (out_cycles(rows)), which nothing overlaps. Sizes are multiples of 5 where they can be, so
@@ -77,7 +79,10 @@ def plan_tiles(total: int, tmax: int, tile_cycles, in_cycles, out_cycles, xs_cyc
     best = None
     edges = sorted({min(total, tmax, step * e) for e in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)} | {min(total, tmax)})
     for first in edges:
-        for last in edges:
+        # two: two tiles too, the first and all the rest whatever its size (by measurement, not for the
+        # column chunks of a classifier's input gradient in one fork: its estimates do not tell such
+        # plans apart, on pulp-open it took 4 chunks instead of 5 and ran 21 % slower)
+        for last in sorted(set(edges) | ({total - first} if two and 0 < total - first <= tmax else set())):
             if first + last > total:
                 if first != total or last != total:
                     continue
@@ -177,13 +182,13 @@ def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out,
         mtab, mpan_bytes = _panel_table(msizes, k2, skew)
 
         def mem_n(tn):
-            return (m * pa_l2 + mpan_bytes + bias_bytes + 2 * tn * pw + 2 * m * cp(tn) * 2
+            return (m * pa_l2 + mpan_bytes + bias_bytes + 2 * (tn + 1) * pw + 2 * m * cp(tn) * 2
                     + (m * xs_row if xs_stage else 0))
         nmax = _largest(n, lambda t: mem_n(t) <= budget, step=4)
         if nmax:
             def tile_n(cols):
                 return max(Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2,
-                                trans=True, bias=bool(bias_sym), cores=cores).core_cycles())
+                                trans=True, bias=bool(bias_sym), cores=cores, odd_a=odd_a(m, plat)).core_cycles())
             ntiles = plan_tiles(n, nmax, tile_n, lambda c: c * pw // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
                                 step=4)
             est = ((m * pa_l2 + (m * xs_row if keep else 0)) // dma_bpc + 2 * m * k2 // cores + FORK_CYCLES
@@ -199,14 +204,17 @@ def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out,
         nmax = _largest(n, lambda t: mem_c(t) <= budget, step=4)
         if nmax:
             def tile_c(cols):
-                t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2,
-                         cores=cores)
-                return max(t.core_cycles()) + -(-cp(cols) // 2 // cores) * (5 * (kdim // 2) + 40)
+                t = _wt_tile(m, pa, cols, k2, skew, plat)
+                nu = len(units_panels(_wt_panels(t), k2, skew)) // 4
+                parts = units_split(nu, kdim, cores)
+                return max(t.core_cycles()) + -(-parts * nu // cores) * (PAIR_CYCLES * (kdim // 2) // parts + UNIT_CALL)
+            wt_fork = WT_FORK
             ctiles = plan_tiles(n, nmax, tile_c, lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
-                                step=4, lead=(m * pa // dma_bpc, 0))
+                                step=4, lead=(m * pa // dma_bpc, 0), fork=wt_fork)
+            # the first fork as the other plans' (they count their transitions at FORK_CYCLES too)
             est = _timeline([c1 - c0 for c0, c1 in ctiles], lambda c: tile_c(c) + FORK_CYCLES,
                             lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc, lambda c: 0,
-                            (m * pa // dma_bpc, 0))
+                            (m * pa // dma_bpc, 0)) + (len(ctiles) - 1) * (wt_fork - FORK_CYCLES)
             plans.append((est, "c", ctiles))
     if not plans:
         return False
@@ -251,13 +259,28 @@ def _padded(plat, pitch: int) -> int:
 
 
 def units_panels(sizes: list, k2: int, skew: int) -> list:
-    """Units of odl_units_t that fill the panels of `sizes` rows (pairs of columns, a single one last)."""
-    tab, row, off = [], 0, 0
+    """Units of odl_units_t that fill the panels of `sizes` rows: pairs of adjacent columns, the second
+    one word after the first in one panel (code 2), or, after a panel of odd rows, its last row and the
+    next panel's first of the same height (code 1 + the words from the one to the other); a single
+    column (code 1) where no pair is left."""
+    tab, row, off, start = [], 0, 0, []
     for h in sizes:
-        for i in range(0, h, 2):
-            tab += [row + i, min(2, h - i), off // 4 + i, h]
-        row += h
+        start.append(off // 4)
         off += 4 * k2 * h + skew
+    r, p, i = 0, 0, 0   # column r is row i of panel p
+    while p < len(sizes):
+        h = sizes[p]
+        if i + 1 < h:
+            tab += [r, 2, start[p] + i, h]
+            r, i = r + 2, i + 2
+        elif i + 1 == h and p + 1 < len(sizes) and sizes[p + 1] == h:
+            tab += [r, 1 + start[p + 1] - (start[p] + i), start[p] + i, h]
+            r, p, i = r + 2, p + 1, 1
+        elif i + 1 == h:
+            tab += [r, 1, start[p] + i, h]
+            r, i = r + 1, i + 1
+        if i >= h:
+            p, i = p + 1, 0
     return tab
 
 
@@ -267,6 +290,14 @@ def units_rows(cols: int, row_words: int) -> list:
     for r in range(0, cols, 2):
         tab += [r, min(2, cols - r), r * row_words, 1]
     return tab + [row_words]
+
+
+def odd_a(b_rows: int, plat) -> bool:
+    """Whether trans blocks cut their paired side (A) into 5s and 4s: when B's side cuts only into 4s (16
+    pixels), so that the blocks are 5x4 (29 instructions for 40 MACs) rather than 4x4 (24 for 32). Only
+    where every core has its own FPU: cores that share FPUs wait for them, not for their loads, and the
+    two 5-row routines are more code to fetch (pulp-open: 1.5 - 2.7 % slower)."""
+    return 5 not in free_blocks(b_rows) and plat.cluster["fpus"] >= plat.cluster["cores"]
 
 
 def _largest(total: int, fits, step: int = 1) -> int:
@@ -366,6 +397,18 @@ def _stream_a(g, a_sym, a, pa, b_sym, b, w_rows, braw_bytes, bsizes, btab, bpan_
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
 
 
+def _wt_tile(m: int, pa: int, cols: int, k2: int, skew: int, plat, c_arg: bool = False) -> Tile:
+    """The product tile of _stream_wt: dY's m rows read in place, W^T's columns in panels. When the m rows
+    cut only into 4s (16 pixels), the panels are A (trans: C's rows are dY's) in 5s and 4s, for 5x4
+    blocks; else dY's rows are A (5s and 4s) and the panels B (4s)."""
+    cores = plat.cluster["cores"]
+    if odd_a(m, plat):
+        return Tile(k2=k2, a=Side(rows=cp(cols), skew=skew), b=Side(rows=m, pitch=pa), c_pitch=cp(cols) * 2,
+                    trans=True, cores=cores, c_arg=c_arg, odd_a=True)
+    return Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores,
+                c_arg=c_arg)
+
+
 def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, skew):
     """Input gradient with the weights streaming: tile by tile of input channels, the tile's columns of
     W arrive by 2-D DMA while the cores work on the tile before, are transposed into panels at the
@@ -376,7 +419,8 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
     tn = max(c1 - c0 for c0, c1 in tiles)
     araw = g.buf("l1_a", m * pa)
     wraw = [g.buf("l1_w0", kdim * cp(tn) * 2), g.buf("l1_w1", kdim * cp(tn) * 2)]
-    bpan = g.buf("l1_bpan", _panel_table(paired_blocks(cp(tn)), k2, skew)[1])
+    bpan = g.buf("l1_bpan", max(_panel_table(_wt_panels(_wt_tile(m, pa, c1 - c0, k2, skew, plat)), k2, skew)[1]
+                                for c0, c1 in tiles))
     cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
     # C tiles of different widths: one routine for all, the pitch an argument
     c_arg = len({cp(c1 - c0) for c0, c1 in tiles}) > 1
@@ -386,17 +430,17 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
         key = (cols, i == 0)
         if key in fns:
             continue
-        t = Tile(k2=k2, a=Side(rows=m, pitch=pa), b=Side(rows=cp(cols), skew=skew), c_pitch=cp(cols) * 2, cores=cores,
-                 c_arg=c_arg)
+        t = _wt_tile(m, pa, cols, k2, skew, plat, c_arg)
         name = f"odl_t{cols}"
+        units = units_panels(_wt_panels(t), k2, skew)
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)
             g.decls.append(t.table(name))
-            utab = units_panels(paired_blocks(cp(cols)), k2, skew) + [0]
-            g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, utab))} }};")
-        nu = len(units_panels(paired_blocks(cp(cols)), k2, skew)) // 4
-        body = (f"  odl_units_t({bpan}, (const f16 *)T->src, odl_u{cols}, {nu}, {cols}, {kdim}, {cp(cols)}, 0);"
-                + (FIRST_WAIT if i == 0 else "\n  pi_cl_team_barrier();\n") + "  " + t.call(name, araw, bpan, "T->dst"))
+            g.decls.append(f"static const uint16_t odl_u{cols}[] ODL_TABLE = {{ {', '.join(map(str, units + [0]))} }};")
+        nu = len(units) // 4
+        ops = (bpan, araw) if t.trans else (araw, bpan)
+        body = (units_parts(bpan, "T->src", f"odl_u{cols}", nu, cols, kdim, cp(cols), cores)
+                + (FIRST_WAIT if i == 0 else "\n  pi_cl_team_barrier();\n") + "  " + t.call(name, *ops, "T->dst"))
         fns[key] = g.func(body)
     _trackers(g)
 
@@ -418,6 +462,40 @@ def _stream_wt(g, a_sym, a, pa, w_sym, w, m, n, kdim, k2, out_sym, out, tiles, s
     g.body.append("  odl_dma_wait(&dc[0]);\n  odl_dma_wait(&dc[1]);\n  odl_dma_wait(&dx[0]);\n  odl_dma_wait(&dx[1]);")
 
 
+PAIR_CYCLES = 7  # odl_packc2's loop, a pair of words
+UNIT_CALL = 40   # cycles of a call of odl_packc2 from odl_units_tk beyond its loop
+SPLIT_MIN = 600  # cycles a split of the transposition must save (its code's cold fetch, by measurement)
+
+
+def units_split(nu: int, kdim: int, cores: int) -> int:
+    """In how many parts of K (1 to 4) the `nu` units of a transposition are dealt to the cores, so that
+    the busiest core's share (whole units dealt round-robin) is the least: 20 units on 8 cores are 3
+    for some cores and 2 for others, 40 halves are 5 for each."""
+    unit = PAIR_CYCLES * (kdim // 2) + UNIT_CALL
+
+    def busiest(s):
+        return -(-s * nu // cores) * (unit // s + UNIT_CALL)
+    best = min((1, 2, 3, 4), key=lambda s: (busiest(s), s))
+    # a split's code (one more inlined transposition a part) is fetched cold at the tile's first run
+    return best if busiest(1) - busiest(best) > SPLIT_MIN else 1
+
+
+def units_parts(dst: str, src: str, tab: str, nu: int, valid: int, kdim: int, pitch: int, cores: int) -> str:
+    """The C calls that transpose by `units_split` parts of K (src rows `pitch` halves apart), each part's
+    units dealt on from the core where the part before ended."""
+    parts = units_split(nu, kdim, cores)
+    if parts == 1:
+        return f"  odl_units_t({dst}, (const f16 *){src}, {tab}, {nu}, {valid}, {kdim}, {pitch}, 0);"
+    cuts = [kdim * j // parts // 2 * 2 for j in range(parts)] + [kdim]
+    return "\n".join(f"  odl_units_tk({dst}, (const f16 *){src} + {cuts[j] * pitch}, {tab}, {nu}, {valid}, "
+                     f"{cuts[j + 1] - cuts[j]}, {pitch}, {j * nu % cores}, {cuts[j] // 2});" for j in range(parts))
+
+
+def _wt_panels(t: Tile) -> list:
+    """The panel heights of a _stream_wt tile (W^T's columns)."""
+    return t.blocks_a if t.trans else t.blocks_b
+
+
 def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, k2, out_sym, out, bias_sym, keep,
               xs_stage, xs_row, tiles, skew):
     """The weights' rows stream through L1 as the micro-kernels' A (read in place); the m input rows are
@@ -428,7 +506,9 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
     tn = max(c1 - c0 for c0, c1 in tiles)
     xraw = g.buf("l1_x", m * pa_l2)
     mpan = g.buf("l1_mpan", mpan_bytes)
-    wraw = [g.buf("l1_w0", tn * pw), g.buf("l1_w1", tn * pw)]
+    # a tile of odd width reads one row past its last (the pad lane of C): a zero row, laid by the master
+    odd_rows = any((c1 - c0) % 2 for c0, c1 in tiles)
+    wraw = [g.buf("l1_w0", (tn + odd_rows) * pw), g.buf("l1_w1", (tn + odd_rows) * pw)]
     cbuf = [g.buf("l1_c0", m * cp(tn) * 2), g.buf("l1_c1", m * cp(tn) * 2)]
     xsb = g.buf("l1_xs", m * xs_row) if xs_stage else xraw
     npad = cp(n)
@@ -451,7 +531,7 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         if key in fns:
             continue
         t = Tile(k2=k2, a=Side(rows=cols, pitch=pw), b=Side(rows=m, skew=skew), c_pitch=cp(cols) * 2, trans=True,
-                 bias=bool(bias_sym), cores=cores, c_arg=c_arg)
+                 bias=bool(bias_sym), cores=cores, c_arg=c_arg, odd_a=odd_a(m, plat))
         name = f"odl_t{cols}"
         if f"{name}_runs" not in "".join(g.decls):
             g.tiles_mm.append(t)
@@ -483,6 +563,8 @@ def _stream_w(g, a_sym, a, pa_l2, w_sym, w, pw, msizes, mtab, mpan_bytes, m, n, 
         if i + 1 < len(tiles):
             g.body += fetch(i + 1)
         g.body.append(f"  odl_dma_wait(&dc[{k}]);")
+        if (c1 - c0) % 2:
+            g.body.append(f"  odl_zero_words((uint32_t *){wraw[k]} + {(c1 - c0) * pw // 4}, {pw // 4}, 1);")
         g.fork(fns[(c1 - c0, i == 0)], src=wraw[k], dst=cbuf[k], aux=c0)
         if i == 0 and keep and xs_stage and keep[2] % 2:
             xs_sym, xs, _ = keep
@@ -886,7 +968,7 @@ def plan_cols_est(g, m: int, a_pitch: int, k2: int, kdim: int, n: int, a_cycles:
     # trans: the chunk's columns are the free side of the blocks (5s and 4s): multiples of 20 cut into
     # blocks of 5 only and leave no pad column
     cuts = plan_tiles(n, n, cost, lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc,
-                      step=20 if c_pitch else 4, lead=a_cycles, fork=BARRIER_CYCLES)
+                      step=20 if c_pitch else 4, lead=a_cycles, fork=BARRIER_CYCLES, two=bool(c_pitch))
     return cuts, _timeline([c1 - c0 for c0, c1 in cuts], lambda c: cost(c) + BARRIER_CYCLES,
                            lambda c: kdim * cp(c) * 2 // bpc, lambda c: c_bytes(c) // bpc, lambda c: 0, a_cycles)
 

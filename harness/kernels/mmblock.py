@@ -48,6 +48,18 @@ class Block:
     bias: bool = False   # accumulators start at FP32 biases: one per C column (per A row when trans)
     segs: int = 1        # the reduction in segments of k2 / segs words, A's rows jumping `a_jump` bytes
     a_jump: int = 0      # between them (a convolution: one segment per row of taps)
+    c_odd: bool = False  # trans with m odd: the block's first C column is an odd FP16 lane (its C pointer
+                         # 2 bytes into a word), so the lone lane is the first, not the last
+
+    def c_words(self) -> list:
+        """The FP16 words of one C row of the block (trans: one per B row): (first accumulator row,
+        accumulator rows, byte offset from the block's C); an odd m leaves one lane stored alone."""
+        rows = self.m if self.trans else self.n
+        if rows % 2 == 0:
+            return [(2 * h, 2, 4 * h) for h in range(rows // 2)]
+        if not self.c_odd:
+            return [(2 * h, 2, 4 * h) for h in range(rows // 2)] + [(rows - 1, 1, 2 * (rows - 1))]
+        return [(0, 1, 0)] + [(1 + 2 * h, 2, 2 + 4 * h) for h in range(rows // 2)]
 
     @property
     def name(self) -> str:
@@ -55,14 +67,14 @@ class Block:
         b = f"r{self.b_pitch}" if self.b_pitch else "p"
         c = self.c_pitch if self.c_pitch else "r"
         return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{c}"
-                f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}"
+                f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}{'_o' if self.c_odd else ''}"
                 f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}")
 
     def cycles(self) -> int:
         """Cycles of one block, from the schedule: the reduction and the per-block work."""
         rows_c = self.n if self.trans else self.m
-        return (self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n * 2 + 6 + 4 * (self.segs - 1)
-                + (0 if self.c_pitch else rows_c + 1))
+        return (self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n + 2 * rows_c * len(self.c_words())
+                + 6 + 4 * (self.segs - 1) + (0 if self.c_pitch else rows_c + 1))
 
     def c_step(self) -> int:
         """Bytes from one block's C to the next block's (trans with a pitch argument: set at the stores)."""
@@ -78,6 +90,14 @@ def _groups(rows: int, pitch: int) -> list[list[int]]:
     return [list(range(r, min(rows, r + per))) for r in range(0, rows, per)]
 
 
+def block_fits(m: int, n: int, a_pitch: int, b_pitch: int) -> bool:
+    """Whether an m x n block's loop registers (accumulators, operands, one pointer a group of rows) fit
+    the pool besides the B pointer's first group (the other persistent values can wait on the stack)."""
+    ga = len(_groups(m, a_pitch)) if a_pitch else 1
+    gb = len(_groups(n, b_pitch)) if b_pitch else 1
+    return m * n + (2 if m > 1 else 1) + n + ga + gb <= len(POOL)
+
+
 def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
     """dst = src + imm in single-instruction lines (tmp holds a large immediate)."""
     if IMM_MIN <= imm <= IMM_MAX:
@@ -90,8 +110,10 @@ def block_asm(b: Block) -> list[str]:
     """The run routine of block shape `b`: name(a, bp, c, nblocks, bias[, c_pitch]) in a0..a4 (a5)."""
     if not (1 <= b.m <= 5 and 1 <= b.n <= 5 and b.m * b.n <= 20):
         raise ValueError(f"no {b.m}x{b.n} block: at most 5 rows each and 20 accumulators")
-    if b.trans and b.m % 2 or not b.trans and b.n % 2:
+    if not b.trans and b.n % 2:
         raise ValueError("C words pair two accumulators: the paired side of a block must be even")
+    if b.c_odd and not (b.trans and b.m % 2):
+        raise ValueError("an odd first C lane only for trans blocks with an odd number of A rows")
     ga = _groups(b.m, b.a_pitch) if b.a_pitch else [list(range(b.m))]
     gb = _groups(b.n, b.b_pitch) if b.b_pitch else [list(range(b.n))]
     nacc = b.m * b.n
@@ -225,55 +247,55 @@ def block_asm(b: Block) -> list[str]:
     else:
         body += _add(pb[0], pb[0], b.b_step - 4 * b.k2 * b.n, br[0])
     # FP16 pairs, then the stores
-    words = []  # (C row, byte offset in the row, register)
+    words = []  # (C row, byte offset in the row, register, store: sw, or sh for a lone lane)
     if b.trans:
         for j in range(b.n):
-            for h in range(b.m // 2):
-                r = acc[2 * h][j]
-                body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[2 * h][j], rs2=acc[2 * h + 1][j]))
-                words.append((j, 4 * h, r))
+            for i0, cnt, off in b.c_words():
+                r = acc[i0][j]
+                body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[i0][j], rs2=acc[i0 + cnt - 1][j]))
+                words.append((j, off, r, "sw" if cnt == 2 else "sh"))
     else:
         for i in range(b.m):
             for h in range(b.n // 2):
                 r = acc[i][2 * h]
                 body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[i][2 * h], rs2=acc[i][2 * h + 1]))
-                words.append((i, 4 * h, r))
+                words.append((i, 4 * h, r, "sw"))
     creg = "a2"
     if "a2" in spilled:
         creg = ar[0]
         body.append(f"lw {creg}, {slot['a2']}(sp)")
-    rows_c = max(r for r, _, _ in words) + 1
-    last_off = (rows_c - 1) * b.c_pitch + max(o for _, o, _ in words)
+    rows_c = max(w[0] for w in words) + 1
+    last_off = (rows_c - 1) * b.c_pitch + max(w[1] for w in words)
     if not b.c_pitch:   # the pitch from the stack, a moving pointer through the rows
         mp, pt = [r for r in ar + br if r != creg][:2]
         body += [f"lw {pt}, {slot['a5']}(sp)", f"mv {mp}, {creg}"]
         row_at = 0
-        for row, off, r in words:
+        for row, off, r, st in words:
             while row_at < row:
                 body.append(f"add {mp}, {mp}, {pt}")
                 row_at += 1
-            body.append(f"sw {r}, {off}({mp})")
+            body.append(f"{st} {r}, {off}({mp})")
         if b.trans:   # the next block's C rows follow this block's last one
             body.append(f"add {creg}, {mp}, {pt}")
         else:
             body += _add(creg, creg, b.c_step(), pt)
     elif last_off <= IMM_MAX:
-        body += [f"sw {r}, {row * b.c_pitch + off}({creg})" for row, off, r in words]
+        body += [f"{st} {r}, {row * b.c_pitch + off}({creg})" for row, off, r, st in words]
     elif last_off - IMM_MAX <= -IMM_MIN:   # every store reached from one pointer moved into the rows
         mp = ar[-1] if creg != ar[-1] else br[-1]
         mid = last_off - IMM_MAX
         body += _add(mp, creg, mid, br[0] if mp != br[0] else br[1])
-        body += [f"sw {r}, {row * b.c_pitch + off - mid}({mp})" for row, off, r in words]
+        body += [f"{st} {r}, {row * b.c_pitch + off - mid}({mp})" for row, off, r, st in words]
     else:   # a moving pointer through the rows
         mp = ar[-1] if creg != ar[-1] else br[-1]
         tmp = br[0] if mp != br[0] else br[1]
         body.append(f"mv {mp}, {creg}")
         row_at = 0
-        for row, off, r in words:
+        for row, off, r, st in words:
             while row_at < row:
                 body += _add(mp, mp, b.c_pitch, tmp)
                 row_at += 1
-            body.append(f"sw {r}, {off}({mp})")
+            body.append(f"{st} {r}, {off}({mp})")
     if b.c_pitch:
         body += _add(creg, creg, b.c_step(), br[-1] if br[-1] != creg else br[0])
     if "a2" in spilled:
@@ -322,12 +344,17 @@ def pack_cols2() -> list[str]:
     """odl_packc2(d0, src, k2, pitch_bytes, d1, dstep): two adjacent columns of a K-major FP16 matrix
     (rows of K `pitch_bytes` apart) into two rows of K-pairs: word kk of the first column (rows 2kk and
     2kk + 1) goes to d0, of the second to d1, each pointer then stepping by dstep bytes (4: rows of a
-    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 9 instructions a pair."""
-    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 16"]
+    transposed matrix; 4 * panel rows: two rows of a panel, d1 = d0 + 4). 7 instructions a pair."""
+    # The words are stored whole and their wrong halves overwritten by halfword stores: d0's word is
+    # row 2kk's with row 2kk + 1's low half on top, d1's row 2kk + 1's with row 2kk's high half under it.
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "addi a7, a0, 2"]
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t4") + [
-            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
-            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5")]
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a0", rs3_s="a5"),
+            "srli t2, t0, 16",
+            asm.line("p_sh_postinc_reg", rs2="t1", rs1="a7", rs3_s="a5"),
+            "sw t1, 0(a4)",
+            asm.line("p_sh_postinc_reg", rs2="t2", rs1="a4", rs3_s="a5")]
     return _routine("odl_packc2", pro, body)
 
 

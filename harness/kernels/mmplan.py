@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.kernels.mmblock import Block, block_asm
+from harness.kernels.mmblock import Block, block_asm, block_fits
 
 _SMALL = {1: [1], 2: [2], 3: [3], 6: [3, 3], 7: [4, 3], 11: [4, 4, 3]}
 RUN_CYCLES = 45   # a call of a micro-kernel: saving and restoring registers, the table entry
@@ -84,6 +84,8 @@ class Tile:
     a_jump: int = 0
     a_list: list = None   # A blocks given outright: (rows, byte offset, first C row) each
     c_arg: bool = False   # the C pitch an argument of the micro-kernels (tiles of different widths share them)
+    odd_a: bool = False   # trans: A (the side paired into C words) in blocks of 5 and 4 too, a lone lane of a
+                          # 5-row block stored as a halfword (when B cuts only into 4s: 5x4 blocks, not 4x4)
     blocks_a: list = field(default_factory=list)
     blocks_b: list = field(default_factory=list)
     kernels: list = field(default_factory=list)   # Block, in order of first use
@@ -95,7 +97,14 @@ class Tile:
         if self.a_list is not None:
             self.blocks_a = [r for r, _, _ in self.a_list]
         else:
-            self.blocks_a = paired_blocks(self.a.rows + self.a.rows % 2) if pair_a else free_blocks(self.a.rows)
+            even_a = self.a.rows + self.a.rows % 2
+            self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
+            if pair_a and self.odd_a and not block_fits(5, max(self.blocks_b), self.a.pitch, self.b.pitch):
+                self.odd_a = False   # 5 rows of A far apart: a pointer each, more than the registers hold
+            if pair_a and self.odd_a:
+                self.blocks_a = free_blocks(even_a)
+            else:
+                self.blocks_a = paired_blocks(even_a) if pair_a else free_blocks(self.a.rows)
         self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
         self._plan()
 
@@ -111,10 +120,15 @@ class Tile:
             row += s
         return offs
 
-    def block(self, ma: int, nb: int) -> Block:
+    def block(self, ma: int, nb: int, arow: int = 0) -> Block:
         b_step = nb * self.b.pitch if self.b.pitch else 4 * self.k2 * nb + self.b.skew
         return Block(m=ma, n=nb, k2=self.k2, a_pitch=self.a.pitch, b_pitch=self.b.pitch, b_step=b_step,
-                     c_pitch=0 if self.c_arg else self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs, a_jump=self.a_jump)
+                     c_pitch=0 if self.c_arg else self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs,
+                     a_jump=self.a_jump, c_odd=self.trans and ma % 2 == 1 and arow % 2 == 1)
+
+    def _variant(self, ia: int) -> tuple:
+        arow = sum(self.blocks_a[:ia]) if self.a_list is None else self.a_list[ia][2]
+        return (self.blocks_a[ia], arow % 2) if self.odd_a else ()
 
     def _plan(self):
         ao, bo = self._offsets(self.a, self.blocks_a), self._offsets(self.b, self.blocks_b)
@@ -144,7 +158,9 @@ class Tile:
             for cell in share:
                 by_row.setdefault(cell[0], []).append(cell)
             out = []
-            for ia in sorted(by_row):
+            # A blocks of one routine together (5-row A blocks at even and odd first lanes are two
+            # routines): a core then refills its instruction cache once per routine, not at every run
+            for ia in sorted(by_row, key=lambda ia: (self._variant(ia), ia)):
                 row = sorted(by_row[ia], key=lambda cell: (cell[1] - start) % nbb)
                 out += row
             shares[c] = out
@@ -159,7 +175,7 @@ class Tile:
                 while (j < len(share) and share[j][0] == ia and share[j][1] == share[j - 1][1] + 1
                        and self.blocks_b[share[j][1]] == self.blocks_b[ib]):
                     j += 1
-                blk = self.block(self.blocks_a[ia], self.blocks_b[ib])
+                blk = self.block(self.blocks_a[ia], self.blocks_b[ib], arow[ia])
                 if blk not in kidx:
                     kidx[blk] = len(self.kernels)
                     self.kernels.append(blk)

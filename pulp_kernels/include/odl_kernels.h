@@ -130,9 +130,10 @@ static inline void odl_panels(uint32_t *dst, const f16 *src, const uint16_t *tab
 }
 
 /* Rows of K-pairs from columns of a K-major FP16 source S[kdim][cols] (element (k, r) at src[k * pitch + r]),
- * by units: unit u = tab[4u..4u+3] = (first column, columns 1 or 2, word offset of its first row in dst,
- * words between the row's K-pairs): two rows of a panel (step = the panel's rows, the second row one word
- * on) or of a transposed matrix (step 1, the second row tab[4 nu] words on). An odd kdim pairs its last
+ * by units: unit u = tab[4u..4u+3] = (first column, 1 for one column or 1 + the words from its row to the
+ * second's for two, word offset of its first row in dst, words between the row's K-pairs): two rows of
+ * panels (step = the panels' rows; 2: the next row of one panel, more: the first row of the next panel
+ * after an odd one) or of a transposed matrix (step 1, code 2, the second row tab[4 nu] words on). An odd kdim pairs its last
  * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
  * with core `c0`, so that two calls in a row together keep the cores even. The K-pairs go from pair kk0 on
  * in dst (src holds K from row 2 kk0 on): a source that arrives in parts is packed part by part. */
@@ -143,8 +144,8 @@ static inline void odl_units_tk(uint32_t *dst, const f16 *src, const uint16_t *t
   if (u < 0) u += nc;
   for (; u < nu; u += nc) {
     const uint16_t *e = tab + 4 * u;
-    int r = e[0], two = e[1] == 2, step = e[3];
-    uint32_t *d = dst + e[2] + kk0 * step, *d1 = step == 1 ? d + gap : d + 1;
+    int r = e[0], two = e[1] >= 2, step = e[3];
+    uint32_t *d = dst + e[2] + kk0 * step, *d1 = step == 1 ? d + gap : d + e[1] - 1;
     if (two && r + 1 < valid) {
       if (kp) odl_packc2(d, src + r, (uint32_t)kp, (uint32_t)pitch * 2, d1, (uint32_t)step * 4);
       if (kdim & 1) {
