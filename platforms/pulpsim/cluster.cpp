@@ -485,7 +485,7 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
   }
   if (!(v & HYPER_CFG_EN)) return true;  // CFG without EN
   bool read = off % HYPER_CHANNEL_STRIDE == HYPER_RX_CFG;  // RX: external memory -> L2
-  std::vector<uint8_t>& mem = hyper_mem_sel ? flash : hyperram;
+  Memory& mem = hyper_mem_sel ? flash : hyperram;
   const char* mname = hyper_mem_sel ? "flash" : "hyperram";
   uint32_t l2a = read ? h.rx_saddr : h.tx_saddr;
   uint32_t n = read ? h.rx_size : h.tx_size;

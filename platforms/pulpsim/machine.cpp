@@ -2,10 +2,28 @@
 // (stdout, end of simulation, FC icache control, timers) and the run loop.
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 #include "sim.hpp"
 
 namespace pulpsim {
+
+void Memory::assign(size_t n) {
+  release();
+  if (n == 0) return;
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  p_ = static_cast<uint8_t*>(p);
+  n_ = n;
+}
+
+void Memory::release() {
+  if (p_) munmap(p_, n_);
+  p_ = nullptr;
+  n_ = 0;
+}
 
 Machine::Machine(const std::map<std::string, double>& values) {
   cfg.v = values;
@@ -19,12 +37,12 @@ Machine::Machine(const std::map<std::string, double>& values) {
   l2_fc_alias = cfg.u("mem.l2.fc_alias_size");
   l1_tas = cfg.u("mem.l1.tas_offset");
   cluster_space = cfg.u("cluster.space_size");
-  l2.assign(l2_size, 0);
-  l1.assign(l1_size, 0);
+  l2.assign(l2_size);
+  l1.assign(l1_size);
   map_peripherals();
   uint32_t fc_hartid = (cfg.u("fc.cluster_id") << SOC_HARTID_CORE_BITS) | cfg.u("fc.core_id");
-  hyperram.assign(cfg.u("mem.hyperram.size"), 0);
-  flash.assign(cfg.u("mem.flash.size"), 0);
+  hyperram.assign(cfg.u("mem.hyperram.size"));
+  flash.assign(cfg.u("mem.flash.size"));
   n_cluster = (int)cfg.u("cluster.cores");
   cluster_hartid_base = cfg.u("cluster.hartid_cluster") << SOC_HARTID_CORE_BITS;
   cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"),

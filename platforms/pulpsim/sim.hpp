@@ -154,6 +154,26 @@ struct ICache {
   void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
 };
 
+// A simulated memory, zero at reset. Its pages are anonymous mappings the host zero-fills on first
+// touch, so a machine costs host time only for the pages its program uses (a program touches a few
+// hundred KiB of the megabytes of L2, L1, HyperRAM and flash), and freeing it returns them at once.
+class Memory {
+ public:
+  Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() { release(); }
+  void assign(size_t n);   // n zero bytes (what there was is gone)
+  uint8_t* data() { return p_; }
+  const uint8_t* data() const { return p_; }
+  size_t size() const { return n_; }
+  uint8_t& operator[](size_t i) { return p_[i]; }
+ private:
+  void release();
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 class Machine;
 class Core;
 
@@ -408,7 +428,7 @@ class Machine {
 
   // memories
   uint32_t l2_base, l2_size, l1_base, l1_size;
-  std::vector<uint8_t> l2, l1;
+  Memory l2, l1;
   bool fp_separate;
 
   // decode cache over the executable range
@@ -504,7 +524,7 @@ class Machine {
   void dma_complete(uint32_t tid, uint64_t when);
 
   // ---- peripheral DMA (uDMA) and external memories ----
-  std::vector<uint8_t> hyperram, flash;
+  Memory hyperram, flash;
   uint64_t ext_bytes[2][2] = {{0, 0}, {0, 0}};  // [HyperRAM, flash][read, written]
   struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup, write_fast; };
   ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
