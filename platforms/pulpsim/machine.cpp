@@ -81,6 +81,7 @@ Machine::Machine(const std::map<std::string, double>& values) {
       c->tcdm_busy = tcdm_busy.data();
       c->tcdm_banks = (uint32_t)tcdm_busy.size();
       c->tcdm_shift = (uint32_t)__builtin_ctz(bank_width);
+      if (!(c->tcdm_banks & (c->tcdm_banks - 1))) c->tcdm_mask = c->tcdm_banks - 1;
     }
     cores.emplace_back(c);
   }

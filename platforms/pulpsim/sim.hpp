@@ -304,7 +304,8 @@ class Core {
 
   // helpers used by the generated semantics
   uint32_t load(uint32_t addr, int size, bool sign, uint32_t& total);
-  inline int access_target(const uint8_t* p, int size);
+  inline int access_target(uint8_t* p, bool in_l1, int size);
+  inline uint8_t* mem_at(uint32_t addr, uint32_t size, int& lat, bool& in_l1);
   inline void count_l1_pieces(uint32_t addr, int size, bool write);
   int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
@@ -337,7 +338,8 @@ class Core {
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
   bool fpu_ahead() const;
-  bool refill_private(uint32_t pc) const;
+  bool refill_private(uint32_t line, bool new_line, bool straddle) const;
+  void fetch_refill(uint32_t line);
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
   enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
@@ -371,6 +373,7 @@ class Core {
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
   uint32_t tcdm_banks = 1;
   uint32_t tcdm_shift = 2;       // log2 of the bank width
+  uint32_t tcdm_mask = 0;        // tcdm_banks - 1 when a power of two (no division per access), else 0
   Insn tmp_insn;
 
   // GVSoC's shared-unit rule (gvsoc-core iss resource.cpp, iss_resource_offload): an FP op asks for its
@@ -400,7 +403,8 @@ class Core {
     ev[X_FDIV] += lat - 1;
   }
   inline void tcdm_access(uint32_t l1_off) {
-    uint64_t& b = tcdm_busy[(l1_off >> tcdm_shift) % tcdm_banks];
+    uint32_t w = l1_off >> tcdm_shift;
+    uint64_t& b = tcdm_busy[tcdm_mask ? w & tcdm_mask : w % tcdm_banks];
     if (b > t) {
       uint64_t s = b - t;
       t = b;
