@@ -521,17 +521,20 @@ static const uint64_t RUN_AHEAD = 64;
 
 // Whether the refills the instruction at `pc` needs touch only this core's state: the FC's icache is
 // its own, a disabled cluster icache costs a fixed time, and a hit in the core's L0 goes no further.
-inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle) const {
+// The L0 slots of the hits are kept in `slot_line` and `slot_next` for fetch_refill: a hit changes
+// nothing, so they stay valid until the instruction's refills.
+inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const {
   if (is_fc || !m->cl_icache_enabled) return true;
-  if (new_line && !icache.holds(line)) return false;
-  return !straddle || icache.holds(line + 1);
+  if (new_line && (slot_line = icache.find(line)) < 0) return false;
+  return !straddle || (slot_next = icache.find(line + 1)) >= 0;
 }
 
 // refill(), with a hit in the core's own first level (the FC's icache, a cluster core's L0 when the
 // cluster's icache is on) inline: a hit changes no cache state, only the core's fetch line and time.
-__attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line) {
-  if (is_fc ? icache.enabled : m->cl_icache_enabled) {
-    int k = icache.find(line);
+// `k`: the line's slot if already found, else -1.
+__attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int k) {
+  if (k >= 0 || (is_fc ? icache.enabled : m->cl_icache_enabled)) {
+    if (k < 0) k = icache.find(line);
     if (k >= 0) {
       uint64_t r = icache.ready[k];
       uint64_t cost = r > cycle ? r - cycle : 0;
@@ -583,6 +586,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     const uint32_t line = pc >> line_shift;
     const bool straddle = (pc & line_mask) == line_mask - 1;
     const bool new_line = line != fetch_line;
+    int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
     if (cycle > m->run_bound) {
       // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
       // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
@@ -590,7 +594,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       // shared interaction. It saves a trip through the scheduler per instruction.
       if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d)) break;
       if (new_line || straddle) {
-        if (!m->ahead_refills || !refill_private(line, new_line, straddle)) break;
+        if (!m->ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
         if (cycle > m->ahead_refill_t) m->ahead_refill_t = cycle;
       }
     }
@@ -604,8 +608,8 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     }
     t = cycle;
     extra = 0;
-    if (new_line) fetch_refill(line);
-    if (straddle) fetch_refill(line + 1);
+    if (new_line) fetch_refill(line, slot_line);
+    if (straddle) fetch_refill(line + 1, slot_next);
     npc = pc + d->size;
     // Counted here, with the op the switch reads anyway (also the INSTR and RVC counters:
     // sync_counts); an instruction that faults is taken back below.

@@ -434,31 +434,31 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t big = 0;       // every cycle of a key, or-ed: keys are exact while it leaves room for the position
   while (status == Status::Running) {
     // c: the core to run; (second, second_pos): the earliest of the others. Each runnable core's key is
-    // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), so
-    // that the two smallest come out of one pass without a branch per core (a scan with branches is most
-    // of the cost of a turn when the cores run in step); cycles that do not leave room for the position
-    // take the exact slow path. Usually only the last core's key has changed since the last turn.
+    // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), and
+    // `keys` holds them in ascending order, so the two smallest are its first two; cycles that do not
+    // leave room for the position take the exact slow path. Usually only the last core's key has changed
+    // since the last turn: it was the first, and moves to its new place (when the cores run in step,
+    // the back: a few moves, no branch mispredicted, where a scan for the two smallest is a chain of
+    // dependent compares through every core).
     Core* c = nullptr;
     uint64_t second = UINT64_MAX;
     uint32_t second_pos = UINT32_MAX;
+    uint64_t* kk = keys.data();
     if (keys_stale) {
       keys_stale = false;
       for (size_t i = 0; i < ncores; i++) {
-        keys[i] = sched_key(*cores[i]);
+        kk[i] = sched_key(*cores[i]);
         big |= cores[i]->cycle;
       }
+      std::sort(kk, kk + ncores);
     } else if (last) {
-      keys[last->index] = sched_key(*last);
+      uint64_t key = sched_key(*last);
       big |= last->cycle;
+      size_t i = 1;
+      for (; i < ncores && kk[i] < key; i++) kk[i - 1] = kk[i];
+      kk[i - 1] = key;
     }
-    uint64_t k1 = UINT64_MAX, k2 = UINT64_MAX;
-    const uint64_t* kk = keys.data();
-    for (size_t i = 0; i < ncores; i++) {
-      uint64_t key = kk[i];
-      uint64_t hi = key > k1 ? key : k1;
-      k1 = key < k1 ? key : k1;
-      k2 = hi < k2 ? hi : k2;
-    }
+    uint64_t k1 = kk[0], k2 = ncores > 1 ? kk[1] : UINT64_MAX;
     if (!(big >> (64 - KEY_BITS)) && ncores <= (1u << KEY_BITS)) {
       if (k1 != UINT64_MAX) c = by_order[k1 & KEY_MASK];
       if (k2 != UINT64_MAX) {
@@ -466,6 +466,7 @@ Status Machine::run(uint64_t max_cycles) {
         second_pos = (uint32_t)(k2 & KEY_MASK);
       }
     } else {
+      keys_stale = true;   // the core chosen here need not be the first key
       for (auto& k : cores) {
         if (!k->active || k->sleeping) continue;
         if (!c || k->cycle < c->cycle || (k->cycle == c->cycle && k->order < c->order)) {

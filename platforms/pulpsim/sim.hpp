@@ -338,8 +338,8 @@ class Core {
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
   bool fpu_ahead() const;
-  bool refill_private(uint32_t line, bool new_line, bool straddle) const;
-  void fetch_refill(uint32_t line);
+  bool refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const;
+  void fetch_refill(uint32_t line, int slot);
 
   // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
   enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
@@ -476,8 +476,8 @@ class Machine {
   enum CoreOrder { LAST_WOKEN_FIRST = 0, BY_INDEX = 1 };
   uint32_t core_order = LAST_WOKEN_FIRST;
   std::vector<Core*> by_order;  // the cores by their position (Core::order)
-  // The scheduler's key of each core (Machine::run), by index. Between two turns only the core that ran
-  // changes its own key, unless a core is woken or started or positions move: those mark them stale.
+  // The scheduler's keys of the cores (Machine::run), in ascending order. Between two turns only the core
+  // that ran changes its own key, unless a core is woken or started or positions move: those mark them stale.
   std::vector<uint64_t> keys;
   bool keys_stale = true;
   // A cluster core (re)starts: with last_woken_first it now runs before every other cluster core due in
