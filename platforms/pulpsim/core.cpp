@@ -103,10 +103,39 @@ uint8_t* Core::ram(uint32_t addr, uint32_t size, int& lat) {
   return mem_at(addr, size, lat, in_l1);
 }
 
+// Copies of the access sizes, each of a fixed size: a copy of a variable size is a library call.
 static inline uint32_t rd_le(const uint8_t* p, int size) {
-  uint32_t v = 0;
-  std::memcpy(&v, p, size);
-  return v;
+  switch (size) {
+    case 1: return *p;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint32_t v = 0;
+      std::memcpy(&v, p, size);
+      return v;
+    }
+  }
+}
+
+static inline void wr_le(uint8_t* p, uint32_t value, int size) {
+  switch (size) {
+    case 1: *p = (uint8_t)value; break;
+    case 2: {
+      uint16_t v = (uint16_t)value;
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case 4: std::memcpy(p, &value, 4); break;
+    default: std::memcpy(p, &value, size); break;
+  }
 }
 
 // Which memory a data access reaches (an X_ACC_* event); L2 accesses also count their bytes, L1
@@ -207,7 +236,7 @@ void Core::st(uint32_t addr, int size, uint32_t value) {
   int where;
   if (p) {
     where = access_target(p, in_l1, size);
-    std::memcpy(p, &value, size);
+    wr_le(p, value, size);
     m->invalidate(addr, size);
   } else if (m->mmio_write(*this, addr, size, value, lat)) {
     where = mmio_target(addr, size);
@@ -529,22 +558,26 @@ inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, in
   return !straddle || (slot_next = icache.find(line + 1)) >= 0;
 }
 
-// refill(), with a hit in the core's own first level (the FC's icache, a cluster core's L0 when the
-// cluster's icache is on) inline: a hit changes no cache state, only the core's fetch line and time.
+// refill(), inline but for a miss: no cache, or a hit in the core's own first level (the FC's icache, a
+// cluster core's L0 when the cluster's icache is on), which changes no cache state.
 // `k`: the line's slot if already found, else -1.
 __attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int k) {
+  uint64_t cost;
   if (k >= 0 || (is_fc ? icache.enabled : m->cl_icache_enabled)) {
     if (k < 0) k = icache.find(line);
-    if (k >= 0) {
-      uint64_t r = icache.ready[k];
-      uint64_t cost = r > cycle ? r - cycle : 0;
-      fetch_line = line;
-      t += cost;
-      ev[EV_IMISS] += cost;
+    if (k < 0) {
+      refill(line);
       return;
     }
+    uint64_t r = icache.ready[k];
+    cost = r > cycle ? r - cycle : 0;
+  } else {   // no cache: every line comes from L2 (refill()'s path, inline)
+    cost = (uint64_t)fetch_latency;
+    refilled();
   }
-  refill(line);
+  fetch_line = line;
+  t += cost;
+  ev[EV_IMISS] += cost;
 }
 
 // A shared FPU orders the claims of the cores that issue to it, so an FP op past the core's turn is
