@@ -127,12 +127,27 @@ void Machine::map_peripherals() {
   }
   windows = devices;
   windows.insert(windows.end(), regions.begin(), regions.end());
+  for (size_t i = 0; i < windows.size(); i++) {
+    Window& w = windows[i];
+    w.first = true;
+    for (size_t j = 0; j < i; j++)   // [base, base + size) of the two intersect
+      if ((uint64_t)windows[j].base < (uint64_t)w.base + w.size && (uint64_t)w.base < (uint64_t)windows[j].base + windows[j].size)
+        w.first = false;
+  }
+  last_window = nullptr;
   hyper_base = win("udma").first + HYPER_PERIPH_STRIDE * (HYPER_PERIPH_ID + 1);
 }
 
 const Machine::Window* Machine::window_at(uint32_t addr) const {
+  // The window of the last access first (a program prints, polls or programs one device at a time),
+  // when no window before it overlaps it: it is then the first that holds any of its addresses.
+  const Window* h = last_window;
+  if (h && addr - h->base < h->size) return h;
   for (const auto& w : windows)
-    if (addr - w.base < w.size) return &w;
+    if (addr - w.base < w.size) {
+      if (w.first) last_window = &w;
+      return &w;
+    }
   return nullptr;
 }
 

@@ -453,8 +453,9 @@ class Machine {
   enum Dev { D_QUIET, D_STDOUT, D_SOC_CTRL, D_SOC_EU, D_FC_ITC, D_FC_TIMER, D_FC_ICACHE, D_UDMA, D_CL_CTRL, D_CL_TIMER, D_EU,
              D_CL_ICACHE, D_DMA, D_EU_DEMUX, D_DMA_DEMUX };
   enum Path { P_APB, P_CL_PERIPH, P_DEMUX };
-  struct Window { uint32_t base, size; Dev dev; Path path; };
+  struct Window { uint32_t base, size; Dev dev; Path path; bool first; };   // first: no window before it overlaps it
   std::vector<Window> windows;   // devices before the regions that contain them
+  mutable const Window* last_window = nullptr;   // window_at's last answer, when it is `first`
   uint32_t l1_tas, l2_fc_alias, cluster_space;
   uint32_t hyper_base;           // the uDMA's hyper peripheral
   const Window* window_at(uint32_t addr) const;
