@@ -10,6 +10,7 @@ refused instead of silently measuring the wrong memory map.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import struct
 import threading
@@ -109,12 +110,13 @@ def _symbols(elf: ELFFile) -> tuple[dict, dict]:
 
 
 class _Reader:
-    """One file's ELF, read from its bytes, and what load() took from it so far, in load()'s order (so a
-    corrupt part is reported by the check that meets it first). A sweep runs thousands of programs
-    and reads each twice (its runner's symbols, then the backend's segments): the second read is
-    this copy."""
+    """One file's ELF, parsed from its bytes, and what load() took from it so far, in load()'s order
+    (so a corrupt part is reported by the check that meets it first). A sweep runs thousands of
+    programs and reads each twice (its runner's symbols, then the backend's segments): the second
+    read finds the same bytes and parses nothing again."""
 
     def __init__(self, raw: bytes):
+        self.size = len(raw)
         self.elf = ELFFile(io.BytesIO(raw))
 
     @functools.cached_property
@@ -134,16 +136,18 @@ class _Reader:
         return _symbols(self.elf)
 
 
-_readers: dict = {}     # (path, file identity) -> _Reader of the latest files read
+_readers: dict = {}     # digest of a file's bytes -> its _Reader, for the latest files read
 _READERS_KEEP = 16
 _readers_lock = threading.Lock()   # a reader's file position is shared: one load at a time
 
 
-def _reader(path: Path, st) -> _Reader:
-    key = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+def _reader(path: Path) -> _Reader:
+    raw = path.read_bytes()
+    # keyed by the bytes, not by the file's times: a rewrite within one tick of the file clock keeps those
+    key = hashlib.blake2b(raw, digest_size=16).digest()
     r = _readers.get(key)
     if r is None:
-        r = _Reader(path.read_bytes())
+        r = _Reader(raw)
         if len(_readers) >= _READERS_KEEP:
             _readers.pop(next(iter(_readers)))
         _readers[key] = r
@@ -161,9 +165,8 @@ def load(path, platform=None) -> Program:
         path.open("rb").close()
     with _readers_lock:
         try:
-            st = path.stat()
-            file_size = st.st_size
-            r = _reader(path, st)
+            r = _reader(path)
+            file_size = r.size
             elf = r.elf
             if elf["e_machine"] != "EM_RISCV" or elf.elfclass != 32:
                 raise UserError(f"{path}: not a 32-bit RISC-V ELF ({REBUILD})")
