@@ -570,11 +570,17 @@ __attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int
       return;
     }
     uint64_t r = icache.ready[k];
-    cost = r > cycle ? r - cycle : 0;
-  } else {   // no cache: every line comes from L2 (refill()'s path, inline)
-    cost = (uint64_t)fetch_latency;
-    refilled();
+    fetch_line = line;
+    if (r > cycle) {   // the line is still arriving; else the hit costs nothing (and t stays as it is)
+      cost = r - cycle;
+      t += cost;
+      ev[EV_IMISS] += cost;
+    }
+    return;
   }
+  // no cache: every line comes from L2 (refill()'s path, inline)
+  cost = (uint64_t)fetch_latency;
+  refilled();
   fetch_line = line;
   t += cost;
   ev[EV_IMISS] += cost;
