@@ -393,6 +393,7 @@ class Core {
   inline void fpu_claim(uint32_t lat) { unit_claim(fpu_busy, lat); }
   inline void fdiv_claim(uint32_t lat) { unit_claim(div_busy, lat); }
   inline void fpu_done(uint32_t lat) {
+    if (lat <= 1) return;   // the usual one-cycle op: nothing to add (and extra, on every op's path, untouched)
     extra += lat - 1;
     ev[apu_idx] += lat - 1;
     ev[X_FPU] += lat - 1;
