@@ -244,6 +244,31 @@ class Core {
   // alone in its clock domain, keeps position 0; the others start in index order.
   uint32_t order = 0;
   uint64_t cycle = 0;      // the cycle at which the next instruction issues (beside what the scheduler reads)
+  // What the execution loop reads and writes for every instruction, at the start of the object: apart from
+  // the cold members after the counters (pccr, pc_base, CSRs), so that no two of them are 4 KiB apart
+  // (addresses equal in their low 12 bits make the host wait for a store to a different address).
+  uint32_t pc = 0;
+  // per-instruction state
+  uint64_t t = 0;          // issue time of the instruction being executed
+  uint32_t extra = 0;      // cycles beyond the first that it occupies
+  uint32_t npc = 0;
+  // fetch
+  uint32_t fetch_line = 0xffffffffu;
+  uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
+  uint32_t line_mask = 15;
+  bool hwl_active = false;
+  // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
+  enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
+  uint32_t slow = 0;
+  int apu_idx;             // the APU_CONT counter: its index differs between the FC and cluster cores
+  int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
+  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
+  // timing parameters: t_<key> for every [timing] key of the platform (isa/timing.toml)
+#define PULPSIM_TIMING_MEMBER(k) uint32_t t_##k = 0;
+  TIMING_KEYS(PULPSIM_TIMING_MEMBER)
+#undef PULPSIM_TIMING_MEMBER
+  ICache icache;
+
   // What a sleeping core waits for, and where the value of its waiting load goes when it wakes.
   enum WaitKind { W_NONE, W_WFI, W_EVENT, W_BARRIER, W_DISPATCH, W_MUTEX } wait = W_NONE;
   uint32_t wait_rd = 0, wait_arg = 0;
@@ -258,44 +283,27 @@ class Core {
   uint32_t icache_l0_latency = 0;
 
   uint32_t X[64];          // x0..x31, then f0..f31 when FP registers are separate
-  int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
-  uint32_t pc = 0;
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
   uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
 
-  // hardware loops
+  // hardware loops (hwl_active: above)
   uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
-  bool hwl_active = false;
 
   // CSRs
   uint32_t frm = 0, fflags = 0, mstatus = 0, mtvec = 0, mepc = 0, mcause = 0, mscratch = 0, mie = 0, mtval = 0;
   uint32_t pcer = 0x3, pcmr = 0;
   uint64_t pccr[32];
   uint64_t pc_base[32];
-  int apu_idx;             // the APU_CONT counter: its index differs between the FC and cluster cores
 
-  // fetch
-  uint32_t fetch_line = 0xffffffffu;
-  uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
-  uint32_t line_mask = 15;
-  ICache icache;
   int fetch_latency;       // per line when the cache is off or misses
   int icache_miss;
 
   // bus latencies (cycles added by the path; an access costs latency + 1)
   int lat_l2, lat_l1, lat_apb, lat_cl_periph, lat_demux;
 
-  // per-instruction state
-  uint64_t t = 0;          // issue time of the instruction being executed
-  uint32_t extra = 0;      // cycles beyond the first that it occupies
-  uint32_t npc = 0;
 
-  // timing parameters: t_<key> for every [timing] key of the platform (isa/timing.toml)
-#define PULPSIM_TIMING_MEMBER(k) uint32_t t_##k = 0;
-  TIMING_KEYS(PULPSIM_TIMING_MEMBER)
-#undef PULPSIM_TIMING_MEMBER
 
   template <bool TRACE, bool TIMELINE>
   Status run(uint64_t limit, uint64_t bound);
@@ -341,9 +349,6 @@ class Core {
   bool refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const;
   void fetch_refill(uint32_t line, int slot);
 
-  // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
-  enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
-  uint32_t slow = 0;
 
   __attribute__((always_inline)) inline void stall_on(int r) {
     uint64_t rdy = ready[r];
@@ -367,7 +372,6 @@ class Core {
       ready_load[rd] = false;
     }
   }
-  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
   std::vector<const Core*> fpu_peers;  // the other cores that issue to it
   uint64_t* div_busy = nullptr;  // the divide/sqrt unit it shares (nullptr: its own)
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
