@@ -604,6 +604,7 @@ inline bool Core::is_private(const Insn* d) const {
 template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
+  turn_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
   const uint32_t text_lo = m->text_lo, text_span = m->text_hi - m->text_lo;
   const Insn* const dc = m->dcache.data();
@@ -626,12 +627,12 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     const bool straddle = (pc & line_mask) == line_mask - 1;
     const bool new_line = line != fetch_line;
     int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
-    if (cycle > m->run_bound) {
+    if (cycle > turn_bound) {
       // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
       // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
       // another core, so running them early changes no cycle count and keeps the order of every
       // shared interaction. It saves a trip through the scheduler per instruction.
-      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d)) break;
+      if (!d || cycle > turn_bound + RUN_AHEAD || !is_private(d)) break;
       if (new_line || straddle) {
         if (!m->ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
         if (cycle > m->ahead_refill_t) m->ahead_refill_t = cycle;

@@ -545,8 +545,10 @@ Status Machine::run(uint64_t max_cycles) {
       spin_since = UINT64_MAX;
     }
     last = c;
+    running = c;
     Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
                         : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
+    running = nullptr;
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;
       fault.kind = "cycle limit";

@@ -248,6 +248,7 @@ class Core {
   // the cold members after the counters (pccr, pc_base, CSRs), so that no two of them are 4 KiB apart
   // (addresses equal in their low 12 bits make the host wait for a store to a different address).
   uint32_t pc = 0;
+  uint64_t turn_bound = 0;  // Machine::run_bound while this core has its turn, read here (beside pc and t)
   // per-instruction state
   uint64_t t = 0;          // issue time of the instruction being executed
   uint32_t extra = 0;      // cycles beyond the first that it occupies
@@ -559,6 +560,13 @@ class Machine {
   struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };
   std::vector<Timed> timed;  // a min-heap on (time, seq)
   uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
+  Core* running = nullptr;   // the core whose turn it is, which reads the bound as its turn_bound
+  void lower_bound(uint64_t b) {
+    if (b < run_bound) {
+      run_bound = b;
+      if (running) running->turn_bound = b;
+    }
+  }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
   // disabled cluster icache, the FC's icache): exact unless an icache control write (enable, flush) lands
