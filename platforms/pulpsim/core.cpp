@@ -475,7 +475,7 @@ void Core::refill(uint32_t line) {
       if (!icache.holds(line)) refilled();
       cost = icache.access(line, cycle, icache_miss, none);
     }
-  } else if (m->cl_icache_enabled) {
+  } else if (cl_icache_on) {
     // private L0, then the cluster's shared L1 instruction cache
     Machine* mm = m;
     Core* self = this;
@@ -553,7 +553,7 @@ static const uint64_t RUN_AHEAD = 64;
 // The L0 slots of the hits are kept in `slot_line` and `slot_next` for fetch_refill: a hit changes
 // nothing, so they stay valid until the instruction's refills.
 inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const {
-  if (is_fc || !m->cl_icache_enabled) return true;
+  if (is_fc || !cl_icache_on) return true;
   if (new_line && (slot_line = icache.find(line)) < 0) return false;
   return !straddle || (slot_next = icache.find(line + 1)) >= 0;
 }
@@ -563,7 +563,7 @@ inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, in
 // `k`: the line's slot if already found, else -1.
 __attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int k) {
   uint64_t cost;
-  if (k >= 0 || (is_fc ? icache.enabled : m->cl_icache_enabled)) {
+  if (k >= 0 || (is_fc ? icache.enabled : cl_icache_on)) {
     if (k < 0) k = icache.find(line);
     if (k < 0) {
       refill(line);
@@ -634,8 +634,8 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       // shared interaction. It saves a trip through the scheduler per instruction.
       if (!d || cycle > turn_bound + RUN_AHEAD || !is_private(d)) break;
       if (new_line || straddle) {
-        if (!m->ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
-        if (cycle > m->ahead_refill_t) m->ahead_refill_t = cycle;
+        if (!ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
+        if (cycle > ahead_refill_t) ahead_refill_t = cycle;
       }
     }
     if (!d) return m->status;

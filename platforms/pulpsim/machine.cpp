@@ -368,7 +368,10 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       return true;
     case D_CL_ICACHE:
       icache_write(c);
-      if (off == SOC_ICACHE_ENABLE) cl_icache_enabled = value != 0;
+      if (off == SOC_ICACHE_ENABLE) {
+        cl_icache_enabled = value != 0;
+        for (int i = 0; i < n_cluster; i++) pe(i).cl_icache_on = cl_icache_enabled;
+      }
       if (off == SOC_ICACHE_FLUSH) {
         cl_icache_l1.flush();
         for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();
@@ -388,7 +391,9 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
 // An icache control write at c.t: a core that already refilled ahead of its turn at or after c.t may
 // have seen a line this write changes, so the run is not exact: stop it, to be run again without.
 void Machine::icache_write(const Core& c) {
-  if (!ahead_refills || ahead_refill_t < c.t || status != Status::Running) return;
+  uint64_t latest = 0;
+  for (auto& k : cores) latest = std::max(latest, k->ahead_refill_t);
+  if (!ahead_refills || latest < c.t || status != Status::Running) return;
   status = Status::Rerun;
   for (auto& k : cores) k->slow |= Core::SLOW_STOP;
 }
@@ -443,6 +448,7 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
   const size_t ncores = cores.size();
+  for (auto& k : cores) k->ahead_refills = ahead_refills;
   keys.assign(ncores, UINT64_MAX);
   keys_stale = true;
   Core* last = nullptr;   // the core of the last turn

@@ -249,6 +249,12 @@ class Core {
   // (addresses equal in their low 12 bits make the host wait for a store to a different address).
   uint32_t pc = 0;
   uint64_t turn_bound = 0;  // Machine::run_bound while this core has its turn, read here (beside pc and t)
+  // Copies of Machine state the loop reads, kept beside it for the same reason: the cluster's icache switch
+  // (Machine::cl_icache_enabled, set for every cluster core with it), Machine::ahead_refills (at the start
+  // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
+  bool cl_icache_on = false;
+  bool ahead_refills = true;
+  uint64_t ahead_refill_t = 0;
   // per-instruction state
   uint64_t t = 0;          // issue time of the instruction being executed
   uint32_t extra = 0;      // cycles beyond the first that it occupies
@@ -571,8 +577,7 @@ class Machine {
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
   // disabled cluster icache, the FC's icache): exact unless an icache control write (enable, flush) lands
   // at or before the latest such refill; the run then stops with Status::Rerun and is run again without.
-  bool ahead_refills = true;
-  uint64_t ahead_refill_t = 0;   // the latest cycle of a refill run ahead of its turn
+  bool ahead_refills = true;      // (each core reads its copy, Core::ahead_refills, and keeps its Core::ahead_refill_t)
   void icache_write(const Core& c);
   uint64_t timed_seq = 0;
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
