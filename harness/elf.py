@@ -9,7 +9,11 @@ refused instead of silently measuring the wrong memory map.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
 import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +31,7 @@ REBUILD = "build it with 'pulp-odl build'"
 @dataclass
 class Segment:
     addr: int
-    data: bytes
+    data: bytes          # the file's bytes; the rest of memsz is zero (a fresh memory already is)
     memsz: int
     executable: bool
 
@@ -105,6 +109,51 @@ def _symbols(elf: ELFFile) -> tuple[dict, dict]:
     return syms, funcs
 
 
+class _Reader:
+    """One file's ELF, parsed from its bytes, and what load() took from it so far, in load()'s order
+    (so a corrupt part is reported by the check that meets it first). A sweep runs thousands of
+    programs and reads each twice (its runner's symbols, then the backend's segments): the second
+    read finds the same bytes and parses nothing again."""
+
+    def __init__(self, raw: bytes):
+        self.size = len(raw)
+        self.elf = ELFFile(io.BytesIO(raw))
+
+    @functools.cached_property
+    def note(self) -> str | None:
+        return _platform_note(self.elf)
+
+    @functools.cached_property
+    def loads(self) -> list:
+        return [seg for seg in self.elf.iter_segments() if seg["p_type"] == "PT_LOAD" and seg["p_memsz"] > 0]
+
+    @functools.cached_property
+    def data(self) -> list:
+        return [seg.data() for seg in self.loads]
+
+    @functools.cached_property
+    def symbols(self) -> tuple:
+        return _symbols(self.elf)
+
+
+_readers: dict = {}     # digest of a file's bytes -> its _Reader, for the latest files read
+_READERS_KEEP = 16
+_readers_lock = threading.Lock()   # a reader's file position is shared: one load at a time
+
+
+def _reader(path: Path) -> _Reader:
+    raw = path.read_bytes()
+    # keyed by the bytes, not by the file's times: a rewrite within one tick of the file clock keeps those
+    key = hashlib.blake2b(raw, digest_size=16).digest()
+    r = _readers.get(key)
+    if r is None:
+        r = _Reader(raw)
+        if len(_readers) >= _READERS_KEEP:
+            _readers.pop(next(iter(_readers)))
+        _readers[key] = r
+    return r
+
+
 def load(path, platform=None) -> Program:
     """Read and check the program at `path`; with `platform`, also that it fits and was built for it."""
     path = Path(path)
@@ -114,10 +163,11 @@ def load(path, platform=None) -> Program:
         raise UserError(f"{path}: no such file")
     with paths.user_path(path, "file", "check the file's permissions"):
         path.open("rb").close()
-    try:
-        file_size = path.stat().st_size
-        with path.open("rb") as f:
-            elf = ELFFile(f)
+    with _readers_lock:
+        try:
+            r = _reader(path)
+            file_size = r.size
+            elf = r.elf
             if elf["e_machine"] != "EM_RISCV" or elf.elfclass != 32:
                 raise UserError(f"{path}: not a 32-bit RISC-V ELF ({REBUILD})")
             etype = elf["e_type"]
@@ -125,30 +175,25 @@ def load(path, platform=None) -> Program:
                 raise UserError(f"{path}: a relocatable object file, not a linked program; link it with 'pulp-odl build'")
             if etype != "ET_EXEC":
                 raise UserError(f"{path}: not an executable ELF (type {etype}); {REBUILD}")
-            built_for = _platform_note(elf)
+            built_for = r.note
             if platform is not None and built_for is not None and built_for != platform.name:
                 raise UserError(f"{path}: built for platform '{built_for}', not '{platform.name}'; run it with "
                                 f"--platform {built_for} or rebuild it with 'pulp-odl build --platform {platform.name}'")
-            loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD" and seg["p_memsz"] > 0]
+            loads = r.loads
             if not loads:
                 raise UserError(f"{path}: has no loadable segment; {REBUILD}")
             for i, seg in enumerate(loads):
                 _check_segment(path, i, seg, file_size, platform)
-            segs = []
-            for seg in loads:
-                data = seg.data()
-                # .bss-like tails are zero-filled by the loader, as GVSoC's loader does
-                data = data + bytes(seg["p_memsz"] - len(data))
-                segs.append(Segment(addr=seg["p_paddr"], data=data, memsz=seg["p_memsz"],
-                                    executable=bool(seg["p_flags"] & P_FLAGS.PF_X)))
+            segs = [Segment(addr=seg["p_paddr"], data=data, memsz=seg["p_memsz"],
+                            executable=bool(seg["p_flags"] & P_FLAGS.PF_X)) for seg, data in zip(loads, r.data)]
             entry = elf["e_entry"]
             if not any(s.executable and s.addr <= entry < s.addr + s.memsz for s in segs):
                 raise UserError(f"{path}: entry point 0x{entry:08x} is not in an executable segment; {REBUILD}")
-            syms, funcs = _symbols(elf)
-    except UserError:
-        raise
-    except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types
-        raise UserError(f"{path}: not a readable ELF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'corrupt'})"
-                        ) from None
-    return Program(path=path, entry=entry, segments=segs, symbols=syms, platform=built_for,
-                   functions=funcs)
+            syms, funcs = r.symbols
+        except UserError:
+            raise
+        except Exception as e:  # noqa: BLE001 - pyelftools reports a corrupt header or table with many types
+            raise UserError(f"{path}: not a readable ELF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'corrupt'})"
+                            ) from None
+    return Program(path=path, entry=entry, segments=segs, symbols=dict(syms), platform=built_for,
+                   functions=dict(funcs))

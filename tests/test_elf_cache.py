@@ -83,6 +83,7 @@ def test_sweep_meta_has_the_host_split(tmp_path, elf_cache):
     res = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1)
     meta = json.loads((res.outdir / "meta.json").read_text())
     host = meta["host_seconds"]
-    assert host["elf_built"] == 2 and host["compile"] > 0 and host["simulate"] > 0
+    # meta.json rounds to 10 ms, less than two tiny kernels may simulate in: the run's own figures
+    assert host["elf_built"] == 2 and host["compile"] > 0 and res.outcome.host["simulate"] > 0
     again = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1, use_cache=False)
     assert again.outcome.host["elf_cached"] == 2 and again.outcome.host["elf_built"] == 0

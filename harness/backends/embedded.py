@@ -67,9 +67,13 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timelin
         m = sim.Machine(platform.sim_config())
     except RuntimeError as e:   # a geometry the simulator cannot build (e.g. an icache smaller than its ways)
         raise UserError(f"{platform.path}: {e}; fix the platform file") from None
-    for seg in prog.segments:
+    for i, seg in enumerate(prog.segments):
+        # A segment's zero tail (.bss, the heap) is already zero in a fresh machine, whose untouched
+        # pages cost nothing; it is written only where an earlier segment put something.
+        tail = seg.addr + len(seg.data), seg.addr + seg.memsz
+        tail_over = any(p.addr < tail[1] and tail[0] < p.addr + p.memsz for p in prog.segments[:i])
         try:
-            m.load(seg.addr, seg.data)
+            m.load(seg.addr, seg.data + bytes(seg.memsz - len(seg.data)) if tail_over else seg.data)
         except RuntimeError as e:
             raise UserError(f"{elf_path}: {e} (was it built for platform '{platform.name}'?)") from None
     for item in preload or ():

@@ -192,13 +192,13 @@ PYBIND11_MODULE(_pulpsim, m) {
       // directly, as the state a program finds in HyperRAM or flash (e.g. weights a previous step left).
       .def("load_external", [](Machine& mc, const std::string& mem, uint32_t off, py::bytes data) {
         std::string s = data;
-        std::vector<uint8_t>& m = mem == "flash" ? mc.flash : mc.hyperram;
+        Memory& m = mem == "flash" ? mc.flash : mc.hyperram;
         if (mem != "flash" && mem != "hyperram") throw std::runtime_error("unknown external memory " + mem);
         if ((uint64_t)off + s.size() > m.size()) throw std::runtime_error(mem + ": data past its end");
         std::memcpy(&m[off], s.data(), s.size());
       })
       .def("read_external", [](Machine& mc, const std::string& mem, uint32_t off, size_t n) {
-        std::vector<uint8_t>& m = mem == "flash" ? mc.flash : mc.hyperram;
+        Memory& m = mem == "flash" ? mc.flash : mc.hyperram;
         if (mem != "flash" && mem != "hyperram") throw std::runtime_error("unknown external memory " + mem);
         if ((uint64_t)off + n > m.size()) throw std::runtime_error(mem + ": read past its end");
         return py::bytes(reinterpret_cast<const char*>(&m[off]), n);

@@ -11,7 +11,7 @@ namespace pulpsim {
 // ---------------------------------------------------------------- timed events
 
 void Machine::schedule(uint64_t time, int kind, uint32_t a, uint32_t b) {
-  if (time <= run_bound) run_bound = time ? time - 1 : 0;
+  lower_bound(time ? time - 1 : 0);
   timed.push_back(Timed{time, timed_seq++, kind, a, b});
   std::push_heap(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) {
     return x.time != y.time ? x.time > y.time : x.seq > y.seq;
@@ -83,7 +83,7 @@ static void wake(Core& c, uint32_t value, uint64_t when) {
   c.m->keys_stale = true;
   c.m->woke(c);
   // The running core must not get ahead of it, nor take its turn in that cycle if it now runs first.
-  if (c.cycle - 1 < c.m->run_bound) c.m->run_bound = c.cycle - 1;
+  c.m->lower_bound(c.cycle - 1);
 }
 
 void Machine::eu_try_wake(Core& c, uint64_t when) {
@@ -485,7 +485,7 @@ bool Machine::udma_write(Core& c, uint32_t off, uint32_t v) {
   }
   if (!(v & HYPER_CFG_EN)) return true;  // CFG without EN
   bool read = off % HYPER_CHANNEL_STRIDE == HYPER_RX_CFG;  // RX: external memory -> L2
-  std::vector<uint8_t>& mem = hyper_mem_sel ? flash : hyperram;
+  Memory& mem = hyper_mem_sel ? flash : hyperram;
   const char* mname = hyper_mem_sel ? "flash" : "hyperram";
   uint32_t l2a = read ? h.rx_saddr : h.tx_saddr;
   uint32_t n = read ? h.rx_size : h.tx_size;

@@ -68,40 +68,83 @@ void Core::fault(const std::string& kind, const std::string& detail, bool has_ad
   slow |= SLOW_STOP;
 }
 
-uint8_t* Core::ram(uint32_t addr, uint32_t size, int& lat) {
+// The host bytes of an access of `size` bytes wholly inside L2 or L1 (or the alias of either at 0x0),
+// with its latency and whether it reaches L1; nullptr when it is not plain memory.
+__attribute__((always_inline)) inline uint8_t* Core::mem_at(uint32_t addr, uint32_t size, int& lat, bool& in_l1) {
   uint32_t o = addr - m->l2_base;
   if (o < m->l2_size && size <= m->l2_size - o) {
     lat = lat_l2;
+    in_l1 = false;
     return &m->l2[o];
   }
   o = addr - m->l1_base;
   if (o < m->l1_size && size <= m->l1_size - o) {
     lat = lat_l1;
+    in_l1 = true;
     return &m->l1[o];
   }
   if (is_fc) {
     // The SoC interconnect maps 0x0 to the first private L2 bank.
     if (addr < m->l2_fc_alias && size <= m->l2_fc_alias - addr) {
       lat = lat_l2;
+      in_l1 = false;
       return &m->l2[addr];
     }
   } else if (addr < m->l1_size && size <= m->l1_size - addr) {
     lat = lat_l1;  // cluster alias of the own L1 at 0x0
+    in_l1 = true;
     return &m->l1[addr];
   }
   return nullptr;
 }
 
-static inline uint32_t rd_le(const uint8_t* p, int size) {
-  uint32_t v = 0;
-  std::memcpy(&v, p, size);
-  return v;
+uint8_t* Core::ram(uint32_t addr, uint32_t size, int& lat) {
+  bool in_l1;
+  return mem_at(addr, size, lat, in_l1);
 }
 
-// Which memory a data access at host pointer p reaches (an X_ACC_* event); L2 accesses also count
-// their bytes.
-inline int Core::access_target(const uint8_t* p, int size) {
-  if (p >= m->l1.data() && p < m->l1.data() + m->l1_size) return X_ACC_L1;
+// Copies of the access sizes, each of a fixed size: a copy of a variable size is a library call.
+static inline uint32_t rd_le(const uint8_t* p, int size) {
+  switch (size) {
+    case 1: return *p;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint32_t v = 0;
+      std::memcpy(&v, p, size);
+      return v;
+    }
+  }
+}
+
+static inline void wr_le(uint8_t* p, uint32_t value, int size) {
+  switch (size) {
+    case 1: *p = (uint8_t)value; break;
+    case 2: {
+      uint16_t v = (uint16_t)value;
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case 4: std::memcpy(p, &value, 4); break;
+    default: std::memcpy(p, &value, size); break;
+  }
+}
+
+// Which memory a data access reaches (an X_ACC_* event); L2 accesses also count their bytes, L1
+// accesses meet the banks.
+__attribute__((always_inline)) inline int Core::access_target(uint8_t* p, bool in_l1, int size) {
+  if (in_l1) {
+    if (tcdm_busy) tcdm_access((uint32_t)(p - m->l1.data()));
+    return X_ACC_L1;
+  }
   ev[X_L2_BYTES] += size;
   return X_ACC_L2;
 }
@@ -119,14 +162,14 @@ int Core::mmio_target(uint32_t addr, int size) const {
   return m->tas_offset(m->global(*this, addr), size) != UINT32_MAX ? X_ACC_L1 : X_ACC_PERIPH;
 }
 
-uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
+__attribute__((always_inline)) inline uint32_t Core::load(uint32_t addr, int size, bool sign, uint32_t& total) {
   int lat = 0;
   uint32_t v = 0;
-  uint8_t* p = ram(addr, size, lat);
+  bool in_l1;
+  uint8_t* p = mem_at(addr, size, lat, in_l1);
   int where;
   if (p) {
-    where = access_target(p, size);
-    if (tcdm_busy && where == X_ACC_L1) tcdm_access((uint32_t)(p - m->l1.data()));
+    where = access_target(p, in_l1, size);
     v = rd_le(p, size);
   } else if (m->mmio_read(*this, addr, size, v, lat)) {
     where = mmio_target(addr, size);
@@ -188,12 +231,12 @@ void Core::ld_frd(uint32_t rd, uint32_t addr, int size) {
 void Core::st(uint32_t addr, int size, uint32_t value) {
   int lat = 0;
   m->stores++;
-  uint8_t* p = ram(addr, size, lat);
+  bool in_l1;
+  uint8_t* p = mem_at(addr, size, lat, in_l1);
   int where;
   if (p) {
-    where = access_target(p, size);
-    if (tcdm_busy && where == X_ACC_L1) tcdm_access((uint32_t)(p - m->l1.data()));
-    std::memcpy(p, &value, size);
+    where = access_target(p, in_l1, size);
+    wr_le(p, value, size);
     m->invalidate(addr, size);
   } else if (m->mmio_write(*this, addr, size, value, lat)) {
     where = mmio_target(addr, size);
@@ -432,7 +475,7 @@ void Core::refill(uint32_t line) {
       if (!icache.holds(line)) refilled();
       cost = icache.access(line, cycle, icache_miss, none);
     }
-  } else if (m->cl_icache_enabled) {
+  } else if (cl_icache_on) {
     // private L0, then the cluster's shared L1 instruction cache
     Machine* mm = m;
     Core* self = this;
@@ -507,11 +550,40 @@ static const uint64_t RUN_AHEAD = 64;
 
 // Whether the refills the instruction at `pc` needs touch only this core's state: the FC's icache is
 // its own, a disabled cluster icache costs a fixed time, and a hit in the core's L0 goes no further.
-inline bool Core::refill_private(uint32_t at) const {
-  if (is_fc || !m->cl_icache_enabled) return true;
-  uint32_t line = at >> line_shift;
-  if (line != fetch_line && !icache.holds(line)) return false;
-  return (at & line_mask) != line_mask - 1 || icache.holds(line + 1);
+// The L0 slots of the hits are kept in `slot_line` and `slot_next` for fetch_refill: a hit changes
+// nothing, so they stay valid until the instruction's refills.
+inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const {
+  if (is_fc || !cl_icache_on) return true;
+  if (new_line && (slot_line = icache.find(line)) < 0) return false;
+  return !straddle || (slot_next = icache.find(line + 1)) >= 0;
+}
+
+// refill(), inline but for a miss: no cache, or a hit in the core's own first level (the FC's icache, a
+// cluster core's L0 when the cluster's icache is on), which changes no cache state.
+// `k`: the line's slot if already found, else -1.
+__attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int k) {
+  uint64_t cost;
+  if (k >= 0 || (is_fc ? icache.enabled : cl_icache_on)) {
+    if (k < 0) k = icache.find(line);
+    if (k < 0) {
+      refill(line);
+      return;
+    }
+    uint64_t r = icache.ready[k];
+    fetch_line = line;
+    if (r > cycle) {   // the line is still arriving; else the hit costs nothing (and t stays as it is)
+      cost = r - cycle;
+      t += cost;
+      ev[EV_IMISS] += cost;
+    }
+    return;
+  }
+  // no cache: every line comes from L2 (refill()'s path, inline)
+  cost = (uint64_t)fetch_latency;
+  refilled();
+  fetch_line = line;
+  t += cost;
+  ev[EV_IMISS] += cost;
 }
 
 // A shared FPU orders the claims of the cores that issue to it, so an FP op past the core's turn is
@@ -532,6 +604,7 @@ inline bool Core::is_private(const Insn* d) const {
 template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   m->run_bound = bound;
+  turn_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
   const uint32_t text_lo = m->text_lo, text_span = m->text_hi - m->text_lo;
   const Insn* const dc = m->dcache.data();
@@ -548,15 +621,21 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       d = &dc[o >> 1];
     else
       d = fetch(pc, tmp_insn);
-    if (cycle > m->run_bound) {
+    // The lines the instruction needs: its own when the core is not on it, and the next one when it
+    // starts 2 bytes before a line's end (the prefetcher always asks for 4 bytes).
+    const uint32_t line = pc >> line_shift;
+    const bool straddle = (pc & line_mask) == line_mask - 1;
+    const bool new_line = line != fetch_line;
+    int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
+    if (cycle > turn_bound) {
       // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
       // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
       // another core, so running them early changes no cycle count and keeps the order of every
       // shared interaction. It saves a trip through the scheduler per instruction.
-      if (!d || cycle > m->run_bound + RUN_AHEAD || !is_private(d)) break;
-      if ((pc >> line_shift) != fetch_line || (pc & line_mask) == line_mask - 1) {
-        if (!m->ahead_refills || !refill_private(pc)) break;
-        if (cycle > m->ahead_refill_t) m->ahead_refill_t = cycle;
+      if (!d || cycle > turn_bound + RUN_AHEAD || !is_private(d)) break;
+      if (new_line || straddle) {
+        if (!ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
+        if (cycle > ahead_refill_t) ahead_refill_t = cycle;
       }
     }
     if (!d) return m->status;
@@ -569,9 +648,8 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     }
     t = cycle;
     extra = 0;
-    uint32_t line = pc >> line_shift;
-    if (line != fetch_line) refill(line);
-    if ((pc & line_mask) == line_mask - 1) refill(line + 1);  // the prefetcher always asks for 4 bytes
+    if (new_line) fetch_refill(line, slot_line);
+    if (straddle) fetch_refill(line + 1, slot_next);
     npc = pc + d->size;
     // Counted here, with the op the switch reads anyway (also the INSTR and RVC counters:
     // sync_counts); an instruction that faults is taken back below.

@@ -2,10 +2,28 @@
 // (stdout, end of simulation, FC icache control, timers) and the run loop.
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 #include "sim.hpp"
 
 namespace pulpsim {
+
+void Memory::assign(size_t n) {
+  release();
+  if (n == 0) return;
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  p_ = static_cast<uint8_t*>(p);
+  n_ = n;
+}
+
+void Memory::release() {
+  if (p_) munmap(p_, n_);
+  p_ = nullptr;
+  n_ = 0;
+}
 
 Machine::Machine(const std::map<std::string, double>& values) {
   cfg.v = values;
@@ -19,12 +37,12 @@ Machine::Machine(const std::map<std::string, double>& values) {
   l2_fc_alias = cfg.u("mem.l2.fc_alias_size");
   l1_tas = cfg.u("mem.l1.tas_offset");
   cluster_space = cfg.u("cluster.space_size");
-  l2.assign(l2_size, 0);
-  l1.assign(l1_size, 0);
+  l2.assign(l2_size);
+  l1.assign(l1_size);
   map_peripherals();
   uint32_t fc_hartid = (cfg.u("fc.cluster_id") << SOC_HARTID_CORE_BITS) | cfg.u("fc.core_id");
-  hyperram.assign(cfg.u("mem.hyperram.size"), 0);
-  flash.assign(cfg.u("mem.flash.size"), 0);
+  hyperram.assign(cfg.u("mem.hyperram.size"));
+  flash.assign(cfg.u("mem.flash.size"));
   n_cluster = (int)cfg.u("cluster.cores");
   cluster_hartid_base = cfg.u("cluster.hartid_cluster") << SOC_HARTID_CORE_BITS;
   cl_icache_l1.init(cfg.u("cluster.icache_l1_size"), cfg.u("cluster.icache_l1_ways"), cfg.u("cluster.fetch_line"),
@@ -63,6 +81,7 @@ Machine::Machine(const std::map<std::string, double>& values) {
       c->tcdm_busy = tcdm_busy.data();
       c->tcdm_banks = (uint32_t)tcdm_busy.size();
       c->tcdm_shift = (uint32_t)__builtin_ctz(bank_width);
+      if (!(c->tcdm_banks & (c->tcdm_banks - 1))) c->tcdm_mask = c->tcdm_banks - 1;
     }
     cores.emplace_back(c);
   }
@@ -108,12 +127,27 @@ void Machine::map_peripherals() {
   }
   windows = devices;
   windows.insert(windows.end(), regions.begin(), regions.end());
+  for (size_t i = 0; i < windows.size(); i++) {
+    Window& w = windows[i];
+    w.first = true;
+    for (size_t j = 0; j < i; j++)   // [base, base + size) of the two intersect
+      if ((uint64_t)windows[j].base < (uint64_t)w.base + w.size && (uint64_t)w.base < (uint64_t)windows[j].base + windows[j].size)
+        w.first = false;
+  }
+  last_window = nullptr;
   hyper_base = win("udma").first + HYPER_PERIPH_STRIDE * (HYPER_PERIPH_ID + 1);
 }
 
 const Machine::Window* Machine::window_at(uint32_t addr) const {
+  // The window of the last access first (a program prints, polls or programs one device at a time),
+  // when no window before it overlaps it: it is then the first that holds any of its addresses.
+  const Window* h = last_window;
+  if (h && addr - h->base < h->size) return h;
   for (const auto& w : windows)
-    if (addr - w.base < w.size) return &w;
+    if (addr - w.base < w.size) {
+      if (w.first) last_window = &w;
+      return &w;
+    }
   return nullptr;
 }
 
@@ -334,7 +368,10 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       return true;
     case D_CL_ICACHE:
       icache_write(c);
-      if (off == SOC_ICACHE_ENABLE) cl_icache_enabled = value != 0;
+      if (off == SOC_ICACHE_ENABLE) {
+        cl_icache_enabled = value != 0;
+        for (int i = 0; i < n_cluster; i++) pe(i).cl_icache_on = cl_icache_enabled;
+      }
       if (off == SOC_ICACHE_FLUSH) {
         cl_icache_l1.flush();
         for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();
@@ -354,7 +391,9 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
 // An icache control write at c.t: a core that already refilled ahead of its turn at or after c.t may
 // have seen a line this write changes, so the run is not exact: stop it, to be run again without.
 void Machine::icache_write(const Core& c) {
-  if (!ahead_refills || ahead_refill_t < c.t || status != Status::Running) return;
+  uint64_t latest = 0;
+  for (auto& k : cores) latest = std::max(latest, k->ahead_refill_t);
+  if (!ahead_refills || latest < c.t || status != Status::Running) return;
   status = Status::Rerun;
   for (auto& k : cores) k->slow |= Core::SLOW_STOP;
 }
@@ -409,37 +448,38 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
   const size_t ncores = cores.size();
+  for (auto& k : cores) k->ahead_refills = ahead_refills;
   keys.assign(ncores, UINT64_MAX);
   keys_stale = true;
   Core* last = nullptr;   // the core of the last turn
   uint64_t big = 0;       // every cycle of a key, or-ed: keys are exact while it leaves room for the position
   while (status == Status::Running) {
     // c: the core to run; (second, second_pos): the earliest of the others. Each runnable core's key is
-    // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), so
-    // that the two smallest come out of one pass without a branch per core (a scan with branches is most
-    // of the cost of a turn when the cores run in step); cycles that do not leave room for the position
-    // take the exact slow path. Usually only the last core's key has changed since the last turn.
+    // (cycle, position) in one word (the position orders cores due in the same cycle: Machine::woke), and
+    // `keys` holds them in ascending order, so the two smallest are its first two; cycles that do not
+    // leave room for the position take the exact slow path. Usually only the last core's key has changed
+    // since the last turn: it was the first, and moves to its new place (when the cores run in step,
+    // the back: a few moves, no branch mispredicted, where a scan for the two smallest is a chain of
+    // dependent compares through every core).
     Core* c = nullptr;
     uint64_t second = UINT64_MAX;
     uint32_t second_pos = UINT32_MAX;
+    uint64_t* kk = keys.data();
     if (keys_stale) {
       keys_stale = false;
       for (size_t i = 0; i < ncores; i++) {
-        keys[i] = sched_key(*cores[i]);
+        kk[i] = sched_key(*cores[i]);
         big |= cores[i]->cycle;
       }
+      std::sort(kk, kk + ncores);
     } else if (last) {
-      keys[last->index] = sched_key(*last);
+      uint64_t key = sched_key(*last);
       big |= last->cycle;
+      size_t i = 1;
+      for (; i < ncores && kk[i] < key; i++) kk[i - 1] = kk[i];
+      kk[i - 1] = key;
     }
-    uint64_t k1 = UINT64_MAX, k2 = UINT64_MAX;
-    const uint64_t* kk = keys.data();
-    for (size_t i = 0; i < ncores; i++) {
-      uint64_t key = kk[i];
-      uint64_t hi = key > k1 ? key : k1;
-      k1 = key < k1 ? key : k1;
-      k2 = hi < k2 ? hi : k2;
-    }
+    uint64_t k1 = kk[0], k2 = ncores > 1 ? kk[1] : UINT64_MAX;
     if (!(big >> (64 - KEY_BITS)) && ncores <= (1u << KEY_BITS)) {
       if (k1 != UINT64_MAX) c = by_order[k1 & KEY_MASK];
       if (k2 != UINT64_MAX) {
@@ -447,6 +487,7 @@ Status Machine::run(uint64_t max_cycles) {
         second_pos = (uint32_t)(k2 & KEY_MASK);
       }
     } else {
+      keys_stale = true;   // the core chosen here need not be the first key
       for (auto& k : cores) {
         if (!k->active || k->sleeping) continue;
         if (!c || k->cycle < c->cycle || (k->cycle == c->cycle && k->order < c->order)) {
@@ -510,8 +551,10 @@ Status Machine::run(uint64_t max_cycles) {
       spin_since = UINT64_MAX;
     }
     last = c;
+    running = c;
     Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
                         : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
+    running = nullptr;
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;
       fault.kind = "cycle limit";

@@ -154,6 +154,26 @@ struct ICache {
   void flush() { std::fill(tags.begin(), tags.end(), 0xffffffffu); }
 };
 
+// A simulated memory, zero at reset. Its pages are anonymous mappings the host zero-fills on first
+// touch, so a machine costs host time only for the pages its program uses (a program touches a few
+// hundred KiB of the megabytes of L2, L1, HyperRAM and flash), and freeing it returns them at once.
+class Memory {
+ public:
+  Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() { release(); }
+  void assign(size_t n);   // n zero bytes (what there was is gone)
+  uint8_t* data() { return p_; }
+  const uint8_t* data() const { return p_; }
+  size_t size() const { return n_; }
+  uint8_t& operator[](size_t i) { return p_[i]; }
+ private:
+  void release();
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 class Machine;
 class Core;
 
@@ -224,6 +244,38 @@ class Core {
   // alone in its clock domain, keeps position 0; the others start in index order.
   uint32_t order = 0;
   uint64_t cycle = 0;      // the cycle at which the next instruction issues (beside what the scheduler reads)
+  // What the execution loop reads and writes for every instruction, at the start of the object: apart from
+  // the cold members after the counters (pccr, pc_base, CSRs), so that no two of them are 4 KiB apart
+  // (addresses equal in their low 12 bits make the host wait for a store to a different address).
+  uint32_t pc = 0;
+  uint64_t turn_bound = 0;  // Machine::run_bound while this core has its turn, read here (beside pc and t)
+  // Copies of Machine state the loop reads, kept beside it for the same reason: the cluster's icache switch
+  // (Machine::cl_icache_enabled, set for every cluster core with it), Machine::ahead_refills (at the start
+  // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
+  bool cl_icache_on = false;
+  bool ahead_refills = true;
+  uint64_t ahead_refill_t = 0;
+  // per-instruction state
+  uint64_t t = 0;          // issue time of the instruction being executed
+  uint32_t extra = 0;      // cycles beyond the first that it occupies
+  uint32_t npc = 0;
+  // fetch
+  uint32_t fetch_line = 0xffffffffu;
+  uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
+  uint32_t line_mask = 15;
+  bool hwl_active = false;
+  // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
+  enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
+  uint32_t slow = 0;
+  int apu_idx;             // the APU_CONT counter: its index differs between the FC and cluster cores
+  int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
+  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
+  // timing parameters: t_<key> for every [timing] key of the platform (isa/timing.toml)
+#define PULPSIM_TIMING_MEMBER(k) uint32_t t_##k = 0;
+  TIMING_KEYS(PULPSIM_TIMING_MEMBER)
+#undef PULPSIM_TIMING_MEMBER
+  ICache icache;
+
   // What a sleeping core waits for, and where the value of its waiting load goes when it wakes.
   enum WaitKind { W_NONE, W_WFI, W_EVENT, W_BARRIER, W_DISPATCH, W_MUTEX } wait = W_NONE;
   uint32_t wait_rd = 0, wait_arg = 0;
@@ -238,44 +290,27 @@ class Core {
   uint32_t icache_l0_latency = 0;
 
   uint32_t X[64];          // x0..x31, then f0..f31 when FP registers are separate
-  int fo = 0;              // offset of f registers in X (0 = FP values in the integer registers)
-  uint32_t pc = 0;
   uint64_t ready[64];      // scoreboard: cycle at which each register can be read without stall
   bool ready_load[64];     // ...and whether its producer was a load (for LD_STALL)
   uint64_t ev[NEV];        // always-on event totals
   uint64_t op_count[OP_COUNT];  // instructions executed, per operation (the energy model's classes)
 
-  // hardware loops
+  // hardware loops (hwl_active: above)
   uint32_t lp_start[2] = {0, 0}, lp_end[2] = {0, 0}, lp_count[2] = {0, 0};
-  bool hwl_active = false;
 
   // CSRs
   uint32_t frm = 0, fflags = 0, mstatus = 0, mtvec = 0, mepc = 0, mcause = 0, mscratch = 0, mie = 0, mtval = 0;
   uint32_t pcer = 0x3, pcmr = 0;
   uint64_t pccr[32];
   uint64_t pc_base[32];
-  int apu_idx;             // the APU_CONT counter: its index differs between the FC and cluster cores
 
-  // fetch
-  uint32_t fetch_line = 0xffffffffu;
-  uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
-  uint32_t line_mask = 15;
-  ICache icache;
   int fetch_latency;       // per line when the cache is off or misses
   int icache_miss;
 
   // bus latencies (cycles added by the path; an access costs latency + 1)
   int lat_l2, lat_l1, lat_apb, lat_cl_periph, lat_demux;
 
-  // per-instruction state
-  uint64_t t = 0;          // issue time of the instruction being executed
-  uint32_t extra = 0;      // cycles beyond the first that it occupies
-  uint32_t npc = 0;
 
-  // timing parameters: t_<key> for every [timing] key of the platform (isa/timing.toml)
-#define PULPSIM_TIMING_MEMBER(k) uint32_t t_##k = 0;
-  TIMING_KEYS(PULPSIM_TIMING_MEMBER)
-#undef PULPSIM_TIMING_MEMBER
 
   template <bool TRACE, bool TIMELINE>
   Status run(uint64_t limit, uint64_t bound);
@@ -284,7 +319,8 @@ class Core {
 
   // helpers used by the generated semantics
   uint32_t load(uint32_t addr, int size, bool sign, uint32_t& total);
-  inline int access_target(const uint8_t* p, int size);
+  inline int access_target(uint8_t* p, bool in_l1, int size);
+  inline uint8_t* mem_at(uint32_t addr, uint32_t size, int& lat, bool& in_l1);
   inline void count_l1_pieces(uint32_t addr, int size, bool write);
   int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
@@ -317,11 +353,9 @@ class Core {
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
   bool fpu_ahead() const;
-  bool refill_private(uint32_t pc) const;
+  bool refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const;
+  void fetch_refill(uint32_t line, int slot);
 
-  // Rare events are flagged here and handled once after the instruction, keeping the fast path short.
-  enum : uint32_t { SLOW_STOP = 1, SLOW_PERF_REBASE = 2, SLOW_SLEEP = 4 };
-  uint32_t slow = 0;
 
   __attribute__((always_inline)) inline void stall_on(int r) {
     uint64_t rdy = ready[r];
@@ -345,12 +379,12 @@ class Core {
       ready_load[rd] = false;
     }
   }
-  uint64_t* fpu_busy = nullptr;  // the shared FPU this core issues to (nullptr: its own, no clash)
   std::vector<const Core*> fpu_peers;  // the other cores that issue to it
   uint64_t* div_busy = nullptr;  // the divide/sqrt unit it shares (nullptr: its own)
   uint64_t* tcdm_busy = nullptr; // per-bank busy-until cycles when the platform models bank conflicts
   uint32_t tcdm_banks = 1;
   uint32_t tcdm_shift = 2;       // log2 of the bank width
+  uint32_t tcdm_mask = 0;        // tcdm_banks - 1 when a power of two (no division per access), else 0
   Insn tmp_insn;
 
   // GVSoC's shared-unit rule (gvsoc-core iss resource.cpp, iss_resource_offload): an FP op asks for its
@@ -370,6 +404,7 @@ class Core {
   inline void fpu_claim(uint32_t lat) { unit_claim(fpu_busy, lat); }
   inline void fdiv_claim(uint32_t lat) { unit_claim(div_busy, lat); }
   inline void fpu_done(uint32_t lat) {
+    if (lat <= 1) return;   // the usual one-cycle op: nothing to add (and extra, on every op's path, untouched)
     extra += lat - 1;
     ev[apu_idx] += lat - 1;
     ev[X_FPU] += lat - 1;
@@ -380,7 +415,8 @@ class Core {
     ev[X_FDIV] += lat - 1;
   }
   inline void tcdm_access(uint32_t l1_off) {
-    uint64_t& b = tcdm_busy[(l1_off >> tcdm_shift) % tcdm_banks];
+    uint32_t w = l1_off >> tcdm_shift;
+    uint64_t& b = tcdm_busy[tcdm_mask ? w & tcdm_mask : w % tcdm_banks];
     if (b > t) {
       uint64_t s = b - t;
       t = b;
@@ -408,7 +444,7 @@ class Machine {
 
   // memories
   uint32_t l2_base, l2_size, l1_base, l1_size;
-  std::vector<uint8_t> l2, l1;
+  Memory l2, l1;
   bool fp_separate;
 
   // decode cache over the executable range
@@ -429,8 +465,9 @@ class Machine {
   enum Dev { D_QUIET, D_STDOUT, D_SOC_CTRL, D_SOC_EU, D_FC_ITC, D_FC_TIMER, D_FC_ICACHE, D_UDMA, D_CL_CTRL, D_CL_TIMER, D_EU,
              D_CL_ICACHE, D_DMA, D_EU_DEMUX, D_DMA_DEMUX };
   enum Path { P_APB, P_CL_PERIPH, P_DEMUX };
-  struct Window { uint32_t base, size; Dev dev; Path path; };
+  struct Window { uint32_t base, size; Dev dev; Path path; bool first; };   // first: no window before it overlaps it
   std::vector<Window> windows;   // devices before the regions that contain them
+  mutable const Window* last_window = nullptr;   // window_at's last answer, when it is `first`
   uint32_t l1_tas, l2_fc_alias, cluster_space;
   uint32_t hyper_base;           // the uDMA's hyper peripheral
   const Window* window_at(uint32_t addr) const;
@@ -452,8 +489,8 @@ class Machine {
   enum CoreOrder { LAST_WOKEN_FIRST = 0, BY_INDEX = 1 };
   uint32_t core_order = LAST_WOKEN_FIRST;
   std::vector<Core*> by_order;  // the cores by their position (Core::order)
-  // The scheduler's key of each core (Machine::run), by index. Between two turns only the core that ran
-  // changes its own key, unless a core is woken or started or positions move: those mark them stale.
+  // The scheduler's keys of the cores (Machine::run), in ascending order. Between two turns only the core
+  // that ran changes its own key, unless a core is woken or started or positions move: those mark them stale.
   std::vector<uint64_t> keys;
   bool keys_stale = true;
   // A cluster core (re)starts: with last_woken_first it now runs before every other cluster core due in
@@ -504,7 +541,7 @@ class Machine {
   void dma_complete(uint32_t tid, uint64_t when);
 
   // ---- peripheral DMA (uDMA) and external memories ----
-  std::vector<uint8_t> hyperram, flash;
+  Memory hyperram, flash;
   uint64_t ext_bytes[2][2] = {{0, 0}, {0, 0}};  // [HyperRAM, flash][read, written]
   struct ExtMem { double read_cpb, write_cpb; uint64_t read_setup, write_setup, write_fast; };
   ExtMem ext_mem[2];                         // [hyper_mem_sel]: HyperRAM, flash
@@ -529,12 +566,18 @@ class Machine {
   struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };
   std::vector<Timed> timed;  // a min-heap on (time, seq)
   uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
+  Core* running = nullptr;   // the core whose turn it is, which reads the bound as its turn_bound
+  void lower_bound(uint64_t b) {
+    if (b < run_bound) {
+      run_bound = b;
+      if (running) running->turn_bound = b;
+    }
+  }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
   // disabled cluster icache, the FC's icache): exact unless an icache control write (enable, flush) lands
   // at or before the latest such refill; the run then stops with Status::Rerun and is run again without.
-  bool ahead_refills = true;
-  uint64_t ahead_refill_t = 0;   // the latest cycle of a refill run ahead of its turn
+  bool ahead_refills = true;      // (each core reads its copy, Core::ahead_refills, and keeps its Core::ahead_refill_t)
   void icache_write(const Core& c);
   uint64_t timed_seq = 0;
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
