@@ -17,7 +17,6 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +61,27 @@ class Point:
     weights: str = "random"      # "model": an ONNX model's initializers instead of random weights
 
 
-@lru_cache(maxsize=64)
+_PLANS: dict = {}   # (point, n_f, n_t) -> plan: a sweep's points hold their plans anyway
+
+
 def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> MemoryPlan:
+    """The memory plan of a point's step: with the largest chunks that fit (or the point's own), or
+    with n_f, n_t samples per chunk. A stage job asks by its chunks for the plan its point chose; the
+    choice is remembered under them too, so that a sweep's workers (forked after the planning) find
+    it instead of planning the step again."""
+    key = (pt, n_f, n_t)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(pt, n_f, n_t)
+        if n_f is None:   # the same call plan_step made for the chosen chunks: the same plan
+            _PLANS.setdefault((pt, plan.step.n_f, plan.step.n_t), plan)
+    return plan
+
+
+plan_of.cache_clear = _PLANS.clear   # as functools' caches have it (a test that patches the planner)
+
+
+def _plan(pt: Point, n_f: int | None, n_t: int | None) -> MemoryPlan:
     net = build_network(pt.net, pt.dataset, **dict(pt.network))
     cut = cut_at_layer_id(net, pt.layer_id)
     params = cl_params(pt.dataset, **dict(pt.cl))
