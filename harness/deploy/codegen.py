@@ -39,6 +39,12 @@ def _env() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
 
 
+def warm() -> None:
+    """Compile every stage template (a sweep calls this before its workers fork: they inherit them)."""
+    for tpl in sorted(TEMPLATES.glob("*.j2")):
+        _env().get_template(tpl.name)
+
+
 def r4(n: int) -> int:
     return (n + 3) // 4 * 4
 

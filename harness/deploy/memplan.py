@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from harness.deploy.graph import Step, Tensor, build_step
+from harness.deploy.graph import Stage, Step, Tensor, build_step
 from harness.errors import UserError
 from harness.nets import Cut
 from harness.platform import Platform
@@ -117,24 +117,36 @@ def lifetimes(step: Step) -> dict[str, list[tuple[int, int]]]:
     every chunk of its loop, so it has one interval per chunk (the same buffer serves each)."""
     seq = step.sequence()
     n = len(seq)
-    # each stage's tensors, and whether each is reborn per chunk there, once per stage (not per chunk):
-    # planning a sweep walks thousands of sequences
-    per_stage: dict[int, list[tuple[str, bool]]] = {}
-    for st, _ in seq:
-        if id(st) not in per_stage:
-            per_stage[id(st)] = [(t, step.tensors[t].scope == st.repeat and st.repeat in ("chunk_f", "chunk_t"))
-                                 for t in st.tensors]
-    spans: dict[tuple[str, int], list[int]] = {}
+    # Walked a stage at a time, not a position at a time (planning a sweep walks thousands of
+    # sequences): a tensor a stage keeps across chunks spans the stage's first to last position; one
+    # reborn every chunk, each chunk's position. Spans are kept in the order the positional walk meets
+    # them (first position, then the stage's tensor order).
+    where: dict[int, list[tuple[int, int]]] = {}
+    stages: dict[int, Stage] = {}
     for i, (st, chunk) in enumerate(seq):
-        for t, reborn in per_stage[id(st)]:
-            key = (t, chunk if reborn else -1)
-            iv = spans.get(key)
-            if iv is None:
-                spans[key] = [i, i]
+        where.setdefault(id(st), []).append((i, chunk))
+        stages[id(st)] = st
+    spans: dict[tuple[str, int], list[int]] = {}
+    rank: dict[tuple[str, int], int] = {}
+    for key_st, pos in where.items():
+        st = stages[key_st]
+        for r, t in enumerate(st.tensors):
+            if step.tensors[t].scope == st.repeat and st.repeat in ("chunk_f", "chunk_t"):
+                parts = [((t, c), i, i) for i, c in pos]
             else:
-                iv[1] = i
+                parts = [((t, -1), pos[0][0], pos[-1][0])]
+            for key, lo, hi in parts:
+                iv = spans.get(key)
+                if iv is None:
+                    spans[key] = [lo, hi]
+                    rank[key] = r
+                else:
+                    if lo < iv[0]:
+                        iv[0], rank[key] = lo, r
+                    if hi > iv[1]:
+                        iv[1] = hi
     life: dict[str, list[tuple[int, int]]] = {}
-    for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+    for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: (kv[1][0], rank[kv[0]])):
         life.setdefault(t, []).append((lo, hi))
     for name, t in step.tensors.items():
         if t.role in ("weight", "bias", "replay"):

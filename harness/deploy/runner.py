@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, hosttime, toolchain
+from harness import ROOT, energy, hosttime, runtime, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
+from harness.deploy import codegen
 from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
@@ -268,6 +269,17 @@ class StageJob:
             made = self.__dict__["_made"] = (plan, local, st, progmod.stage_program(Gen(local, plan.platform), st,
                                                                                       self.variant))
         return made
+
+    @staticmethod
+    def warm(platform: str) -> None:
+        """What the first stage job of a process on `platform` loads (templates, micro-kernels, the
+        platform's runtime headers, the simulator and its energy classes), loaded before a sweep's
+        workers fork, so that each inherits it instead of loading it again."""
+        codegen.warm()
+        asm_kernels()
+        runtime.prepare(platmod.load(platform))
+        embedded.version()
+        energy.op_classes()
 
     def __getstate__(self):   # a job travels to a worker without what it generated here
         state = dict(self.__dict__)
