@@ -39,6 +39,12 @@ def _env() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
 
 
+def warm() -> None:
+    """Compile every stage template (a sweep calls this before its workers fork: they inherit them)."""
+    for tpl in sorted(TEMPLATES.glob("*.j2")):
+        _env().get_template(tpl.name)
+
+
 def r4(n: int) -> int:
     return (n + 3) // 4 * 4
 
@@ -480,10 +486,6 @@ class Gen:
                 for tm in _row_cands(m, rows_ps if pool else 0):
                     if pool and tm < m and tm % rows_ps and rows_ps % tm:
                         continue
-                    if mem(tm, tn, tk) > self.budget:
-                        continue
-                    if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):
-                        continue
                     mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
                     # a block of a slice: 12 cycles a reduction pair, plus the call and the FP32
                     # accumulation of its 16 sums (about 90 cycles), paid again in every slice
@@ -498,8 +500,13 @@ class Gen:
                         w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
                     cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
-                    if best is None or cost < best[0]:
-                        best = (cost, tm, tn, tk)
+                    if best is not None and cost >= best[0]:
+                        continue   # cannot win: whether it fits (an L1 layout to build) need not be asked
+                    if mem(tm, tn, tk) > self.budget:
+                        continue
+                    if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):
+                        continue
+                    best = (cost, tm, tn, tk)
         return best
 
     # -- weight gradient of a matrix-product layer ---------------------------------------------
@@ -523,43 +530,50 @@ class Gen:
             t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
             ext = {k for k, v in t.items() if v.ext}
 
-            def mem(tm, tn, tk):
-                k2 = (tk + 1) // 2
-                b = tk * cp(tm) * 2 * (2 if act_bw else 1) + r4(tm) * k2 * 4 + tk * cp(tn) * 2 + r4(tn) * k2 * 4
-                b += r4(tm) * cp(tn) * 2 + (tm * cp(tn) * 2 if accumulate else 0)
-                if tk < p:
-                    b += 4 * tm * tn
-                if bias:
-                    b += 4 * m + cp(m) * 2
-                return b + 12 * 16
-
-            def slab_ok(tm, tn, tk):
-                return ("dw" not in ext or tm * t.dw.pitch * 2 <= t.dw.sb) and ("Db" not in ext or t.Db.pitch * 2 <= t.Db.sb)
-
-            def cost(tm, tn, tk):
-                mt, nt, kt = -(-m // tm), -(-n // tn), -(-p // tk)
-                blocks = -(-tm // 4) * -(-tn // 4)
-                compute = mt * nt * kt * (-(-blocks // self.cores)) * (30 + 24 * ((tk + 1) // 2))
-                a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
-                b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
-                l2 = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * 2 / self.l2_bw
-                # an external tensor moves whole rows whatever columns a tile wants
-                ext_cyc = (a_loads * tk * t.a.pitch * 2 / t.a.bw if t.a.xt else 0) \
-                    + (b_loads * tk * t.xs.pitch * 2 / t.xs.bw if t.xs.xt else 0)
-                ext_cyc += a_loads * tk * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt else 0
-                ext_cyc += 2 * m * t.dw.pitch * 2 / t.dw.bw if t.dw.xt else 0
-                # the cores pack each loaded tile's A and B into panels (about two cycles an element)
-                pack = (a_loads * tk * cp(tm) + b_loads * tk * cp(tn)) * WG_PACK_CYCLES / self.cores
-                # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
-                return compute + l2 + pack + ext_cyc + mt * nt * (kt * 2 + (2 if kt > 1 else 0)) * FORK_CYCLES
-
+            # L1 bytes and estimated cycles of a tile choice (tm x tn over tk pixels), the cheapest that
+            # fits winning; what does not change in an inner loop is computed outside it (a search tries
+            # thousands of choices), the same integers and the same floating-point expression as ever
+            slab_ok = "Db" not in ext or t.Db.pitch * 2 <= t.Db.sb     # with the row check below
+            tms = [(tm, cp(tm), r4(tm), -(-m // tm), -(-tm // 4)) for tm in _balanced(m, 4)
+                   if slab_ok and ("dw" not in ext or tm * t.dw.pitch * 2 <= t.dw.sb)]
+            tns = [(tn, cp(tn), r4(tn), -(-n // tn), -(-tn // 4)) for tn in _cands(n, 4)]
+            fixed = 12 * 16 + (4 * m + cp(m) * 2 if bias else 0)
+            a_in = 2 if act_bw else 1
+            ta, txs, tst, tdw = t.a, t.xs, t.Stash, t.dw
+            dw_cyc = 2 * m * tdw.pitch * 2 / tdw.bw if tdw.xt else 0
+            cores, l2_bw, budget = self.cores, self.l2_bw, self.budget
             best = None
             for tk in _cands(p, 2):
-                for tn in _cands(n, 4):
-                    for tm in _balanced(m, 4):
-                        if mem(tm, tn, tk) > self.budget or not slab_ok(tm, tn, tk):
+                k2 = (tk + 1) // 2
+                kt = -(-p // tk)
+                per_block = 30 + 24 * k2
+                forks_k = kt * 2 + (2 if kt > 1 else 0)
+                for tn, cpn, r4n, nt, bn in tns:
+                    mem_n = tk * cpn * 2 + r4n * k2 * 4 + fixed
+                    for tm, cpm, r4m, mt, bm in tms:
+                        b = tk * cpm * 2 * a_in + r4m * k2 * 4 + mem_n + r4m * cpn * 2
+                        if accumulate:
+                            b += tm * cpn * 2
+                        if tk < p:
+                            b += 4 * tm * tn
+                        if b > budget:
                             continue
-                        c = cost(tm, tn, tk)
+                        compute = mt * nt * kt * (-(-(bm * bn) // cores)) * per_block
+                        forks = mt * nt * forks_k * FORK_CYCLES
+                        if best is not None and compute + forks >= best[0]:
+                            continue   # the other terms are not negative: it cannot be cheaper
+                        a_loads = mt * kt if kt == 1 else mt * nt * kt            # the loop skips reloads it can
+                        b_loads = (nt * kt * (mt if nt > 1 else 1)) if kt == 1 else mt * nt * kt
+                        l2 = (a_loads * tk * cpm + b_loads * tk * cpn) * 2 / l2_bw
+                        # an external tensor moves whole rows whatever columns a tile wants
+                        ext_cyc = (a_loads * tk * ta.pitch * 2 / ta.bw if ta.xt else 0) \
+                            + (b_loads * tk * txs.pitch * 2 / txs.bw if txs.xt else 0)
+                        ext_cyc += a_loads * tk * tst.pitch * 2 / tst.bw if tst and tst.xt else 0
+                        ext_cyc += dw_cyc
+                        # the cores pack each loaded tile's A and B into panels (about two cycles an element)
+                        pack = (a_loads * tk * cpm + b_loads * tk * cpn) * WG_PACK_CYCLES / cores
+                        # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
+                        c = compute + l2 + pack + ext_cyc + forks
                         if best is None or c < best[0]:
                             best = (c, tm, tn, tk)
             if best is not None:

@@ -24,9 +24,10 @@ not fit L2, the largest per-chunk activations move to external RAM and their sta
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
-from harness.deploy.graph import Step, Tensor, build_step
+from harness.deploy.graph import Stage, Step, Tensor, build_step
 from harness.errors import UserError
 from harness.nets import Cut
 from harness.platform import Platform
@@ -116,15 +117,36 @@ def lifetimes(step: Step) -> dict[str, list[tuple[int, int]]]:
     every chunk of its loop, so it has one interval per chunk (the same buffer serves each)."""
     seq = step.sequence()
     n = len(seq)
-    spans: dict[tuple[str, int], list[int]] = {}
+    # Walked a stage at a time, not a position at a time (planning a sweep walks thousands of
+    # sequences): a tensor a stage keeps across chunks spans the stage's first to last position; one
+    # reborn every chunk, each chunk's position. Spans are kept in the order the positional walk meets
+    # them (first position, then the stage's tensor order).
+    where: dict[int, list[tuple[int, int]]] = {}
+    stages: dict[int, Stage] = {}
     for i, (st, chunk) in enumerate(seq):
-        for t in st.tensors:
-            scope = step.tensors[t].scope
-            key = (t, chunk if scope in ("chunk_f", "chunk_t") and st.repeat == scope else -1)
-            iv = spans.setdefault(key, [i, i])
-            iv[1] = i
+        where.setdefault(id(st), []).append((i, chunk))
+        stages[id(st)] = st
+    spans: dict[tuple[str, int], list[int]] = {}
+    rank: dict[tuple[str, int], int] = {}
+    for key_st, pos in where.items():
+        st = stages[key_st]
+        for r, t in enumerate(st.tensors):
+            if step.tensors[t].scope == st.repeat and st.repeat in ("chunk_f", "chunk_t"):
+                parts = [((t, c), i, i) for i, c in pos]
+            else:
+                parts = [((t, -1), pos[0][0], pos[-1][0])]
+            for key, lo, hi in parts:
+                iv = spans.get(key)
+                if iv is None:
+                    spans[key] = [lo, hi]
+                    rank[key] = r
+                else:
+                    if lo < iv[0]:
+                        iv[0], rank[key] = lo, r
+                    if hi > iv[1]:
+                        iv[1] = hi
     life: dict[str, list[tuple[int, int]]] = {}
-    for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+    for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: (kv[1][0], rank[kv[0]])):
         life.setdefault(t, []).append((lo, hi))
     for name, t in step.tensors.items():
         if t.role in ("weight", "bias", "replay"):
@@ -233,24 +255,25 @@ class _Arena:
 
     def __init__(self, budget: int):
         self.budget = budget
-        self.items: list[tuple[int, int, int]] = []   # offset, end, lifetime as a set of positions (_mask)
+        self.items: list[tuple[int, int, int]] = []   # offset, end, lifetime as a set of positions (_mask); sorted
         self.offsets: dict[str, int] = {}
         self.size = 0
 
     def place(self, name: str, nbytes: int, life: list[tuple[int, int]]) -> int | None:
         size = _align(nbytes)
         live = _mask(life)
-        busy = sorted((o, e) for o, e, lf in self.items if lf & live)
         best, best_gap, cur = None, None, 0
-        for o, e in busy:
-            if o - cur >= size and (best_gap is None or o - cur < best_gap):
-                best, best_gap = cur, o - cur
-            cur = max(cur, e)
+        for o, e, lf in self.items:     # by offset: the tensors alive with this one, bottom up
+            if lf & live:
+                if o - cur >= size and (best_gap is None or o - cur < best_gap):
+                    best, best_gap = cur, o - cur
+                if e > cur:
+                    cur = e
         if best is None:
             best = cur
         if best + size > self.budget:
             return None
-        self.items.append((best, best + size, live))
+        bisect.insort(self.items, (best, best + size, live))
         self.offsets[name] = best
         self.size = max(self.size, best + size)
         return best
@@ -270,31 +293,42 @@ def choose_step(cut: Cut, p: float, params: CLParams, plat: Platform, placement:
     def divisors(n):
         return [d for d in range(n, 0, -1) if n % d == 0]
 
+    tried: dict = {}
+
     def fits(n_f, n_t):
+        if (n_f, n_t) in tried:      # the tail search's (1, best_t) comes again as the frozen search's last
+            return tried[(n_f, n_t)]
         step = build_step(cut, p, params, n_f=n_f, n_t=n_t)
         try:
             plan = plan_step(step, plat, placement)
         except UserError:
-            return None
-        spilled = [h for h in plan.external if h.tensor in step.tensors
-                   and step.tensors[h.tensor].role in ("act", "grad", "latent")]
-        return None if spilled else plan
+            plan = None
+        spilled = plan is not None and [h for h in plan.external if h.tensor in step.tensors
+                                        and step.tensors[h.tensor].role in ("act", "grad", "latent")]
+        tried[(n_f, n_t)] = None if spilled else plan
+        return tried[(n_f, n_t)]
+
+    # Every frozen chunk reads all frozen weights: from flash when the larger chunks' activations
+    # leave them no room in L2. The largest chunk that keeps them in L2 reads them 8x faster, which
+    # outweighs running each frozen stage a few more times (PhiNet CIFAR-10 from layer 2 on paper:
+    # 14.15M frozen cycles a step in one chunk of 12 with 304 KB of weights in flash, 13.69M in two
+    # chunks of 6 with none).
+    def frozen_in_flash(plan):
+        return any(h.memory == "flash" and h.tensor in plan.step.tensors
+                   and plan.step.tensors[h.tensor].role in ("weight", "bias") for h in plan.external)
 
     best_t = next((n for n in divisors(params.batch) if fits(1, n)), None)
     if best_t is None:
         best_t = 1
-    plans = [p for p in (fits(n_f, best_t) for n_f in divisors(params.batch_new)) if p is not None]
-    if plans:
-        # Every frozen chunk reads all frozen weights: from flash when the larger chunks' activations
-        # leave them no room in L2. The largest chunk that keeps them in L2 reads them 8x faster, which
-        # outweighs running each frozen stage a few more times (PhiNet CIFAR-10 from layer 2 on paper:
-        # 14.15M frozen cycles a step in one chunk of 12 with 304 KB of weights in flash, 13.69M in two
-        # chunks of 6 with none).
-        def frozen_in_flash(plan):
-            return any(h.memory == "flash" and h.tensor in plan.step.tensors
-                       and plan.step.tensors[h.tensor].role in ("weight", "bias") for h in plan.external)
-        if placement == "fit":
-            return next((p for p in plans if not frozen_in_flash(p)), plans[0])
-        return plans[0]
+    largest = None     # the largest frozen chunk that fits; smaller ones are planned only while it is wanted
+    for n_f in divisors(params.batch_new):
+        plan = fits(n_f, best_t)
+        if plan is None:
+            continue
+        if placement != "fit" or not frozen_in_flash(plan):
+            return plan
+        largest = largest or plan
+    if largest is not None:
+        return largest
     # Even one sample at a time spills activations: keep the spill (streamed from external RAM).
     return plan_step(build_step(cut, p, params, n_f=1, n_t=best_t), plat, placement)

@@ -17,15 +17,15 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from harness import ROOT, hosttime, toolchain
+from harness import ROOT, energy, hosttime, runtime, toolchain
 from harness import elf as elfmod
 from harness import platform as platmod
 from harness.backends import embedded
+from harness.deploy import codegen
 from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
@@ -62,8 +62,27 @@ class Point:
     weights: str = "random"      # "model": an ONNX model's initializers instead of random weights
 
 
-@lru_cache(maxsize=64)
+_PLANS: dict = {}   # (point, n_f, n_t) -> plan: a sweep's points hold their plans anyway
+
+
 def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> MemoryPlan:
+    """The memory plan of a point's step: with the largest chunks that fit (or the point's own), or
+    with n_f, n_t samples per chunk. A stage job asks by its chunks for the plan its point chose; the
+    choice is remembered under them too, so that a sweep's workers (forked after the planning) find
+    it instead of planning the step again."""
+    key = (pt, n_f, n_t)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(pt, n_f, n_t)
+        if n_f is None:   # the same call plan_step made for the chosen chunks: the same plan
+            _PLANS.setdefault((pt, plan.step.n_f, plan.step.n_t), plan)
+    return plan
+
+
+plan_of.cache_clear = _PLANS.clear   # as functools' caches have it (a test that patches the planner)
+
+
+def _plan(pt: Point, n_f: int | None, n_t: int | None) -> MemoryPlan:
     net = build_network(pt.net, pt.dataset, **dict(pt.network))
     cut = cut_at_layer_id(net, pt.layer_id)
     params = cl_params(pt.dataset, **dict(pt.cl))
@@ -250,6 +269,17 @@ class StageJob:
             made = self.__dict__["_made"] = (plan, local, st, progmod.stage_program(Gen(local, plan.platform), st,
                                                                                       self.variant))
         return made
+
+    @staticmethod
+    def warm(platform: str) -> None:
+        """What the first stage job of a process on `platform` loads (templates, micro-kernels, the
+        platform's runtime headers, the simulator and its energy classes), loaded before a sweep's
+        workers fork, so that each inherits it instead of loading it again."""
+        codegen.warm()
+        asm_kernels()
+        runtime.prepare(platmod.load(platform))
+        embedded.version()
+        energy.op_classes()
 
     def __getstate__(self):   # a job travels to a worker without what it generated here
         state = dict(self.__dict__)
