@@ -462,20 +462,16 @@ void Core::elw(uint32_t rd, uint32_t addr) {
   elw_access = false;
 }
 
+// A line the core's own first level (the FC's icache, a cluster core's L0) does not hold, with that
+// level on (fetch_refill serves the hits and the cache that is off).
 void Core::refill(uint32_t line) {
   // The caches see the request at the instruction's issue cycle (GVSoC fetches before it accounts any
   // stall of the instruction), also for the second line of an instruction that straddles two.
   uint64_t cost;
-  auto none = [] { return (uint64_t)0; };
   if (is_fc) {
-    if (!icache.enabled) {
-      cost = (uint64_t)fetch_latency;
-      refilled();
-    } else {
-      if (!icache.holds(line)) refilled();
-      cost = icache.access(line, cycle, icache_miss, none);
-    }
-  } else if (cl_icache_on) {
+    refilled();
+    cost = icache.access(line, cycle, icache_miss, [] { return (uint64_t)0; });
+  } else {
     // private L0, then the cluster's shared L1 instruction cache
     Machine* mm = m;
     Core* self = this;
@@ -485,9 +481,6 @@ void Core::refill(uint32_t line) {
       if (!mm->cl_icache_l1.holds(line)) self->refilled();
       return mm->cl_icache_l1.access(line, now, l1_miss, [] { return (uint64_t)0; });
     });
-  } else {
-    cost = (uint64_t)fetch_latency;
-    refilled();
   }
   fetch_line = line;
   t += cost;

@@ -368,10 +368,8 @@ bool Machine::mmio_write(Core& c, uint32_t addr, int size, uint32_t value, int& 
       return true;
     case D_CL_ICACHE:
       icache_write(c);
-      if (off == SOC_ICACHE_ENABLE) {
-        cl_icache_enabled = value != 0;
-        for (int i = 0; i < n_cluster; i++) pe(i).cl_icache_on = cl_icache_enabled;
-      }
+      if (off == SOC_ICACHE_ENABLE)
+        for (int i = 0; i < n_cluster; i++) pe(i).cl_icache_on = value != 0;
       if (off == SOC_ICACHE_FLUSH) {
         cl_icache_l1.flush();
         for (int i = 0; i < n_cluster; i++) pe(i).icache.flush();

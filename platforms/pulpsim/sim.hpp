@@ -249,8 +249,8 @@ class Core {
   // (addresses equal in their low 12 bits make the host wait for a store to a different address).
   uint32_t pc = 0;
   uint64_t turn_bound = 0;  // Machine::run_bound while this core has its turn, read here (beside pc and t)
-  // Copies of Machine state the loop reads, kept beside it for the same reason: the cluster's icache switch
-  // (Machine::cl_icache_enabled, set for every cluster core with it), Machine::ahead_refills (at the start
+  // State the loop reads, kept beside it for the same reason: the cluster's icache switch (set for every
+  // cluster core by a write to the cluster's icache control), a copy of Machine::ahead_refills (at the start
   // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
   bool cl_icache_on = false;
   bool ahead_refills = true;
@@ -477,7 +477,6 @@ class Machine {
   // ---- cluster ----
   int n_cluster = 0;
   uint32_t cluster_hartid_base = 0;
-  bool cl_icache_enabled = false;
   ICache cl_icache_l1;                      // shared L1 instruction cache of the cluster
   std::vector<uint32_t> bootaddr;
   uint32_t fetch_en = 0;
