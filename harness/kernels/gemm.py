@@ -208,13 +208,12 @@ def gen_mm_fw_ig(g, a_sym, a, b_sym, b, m: int, n: int, kdim: int, out_sym, out,
                 nu = len(units_panels(_wt_panels(t), k2, skew)) // 4
                 parts = units_split(nu, kdim, cores)
                 return max(t.core_cycles()) + -(-parts * nu // cores) * (PAIR_CYCLES * (kdim // 2) // parts + UNIT_CALL)
-            wt_fork = WT_FORK
             ctiles = plan_tiles(n, nmax, tile_c, lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc,
-                                step=4, lead=(m * pa // dma_bpc, 0), fork=wt_fork)
+                                step=4, lead=(m * pa // dma_bpc, 0), fork=WT_FORK)
             # the first fork as the other plans' (they count their transitions at FORK_CYCLES too)
             est = _timeline([c1 - c0 for c0, c1 in ctiles], lambda c: tile_c(c) + FORK_CYCLES,
                             lambda c: kdim * cp(c) * 2 // dma_bpc, lambda c: m * cp(c) * 2 // dma_bpc, lambda c: 0,
-                            (m * pa // dma_bpc, 0)) + (len(ctiles) - 1) * (wt_fork - FORK_CYCLES)
+                            (m * pa // dma_bpc, 0)) + (len(ctiles) - 1) * (WT_FORK - FORK_CYCLES)
             plans.append((est, "c", ctiles))
     if not plans:
         return False

@@ -94,18 +94,17 @@ class Tile:
 
     def __post_init__(self):
         pair_a = self.trans
+        self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
         if self.a_list is not None:
             self.blocks_a = [r for r, _, _ in self.a_list]
         else:
             even_a = self.a.rows + self.a.rows % 2
-            self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
             if pair_a and self.odd_a and not block_fits(5, max(self.blocks_b), self.a.pitch, self.b.pitch):
                 self.odd_a = False   # 5 rows of A far apart: a pointer each, more than the registers hold
             if pair_a and self.odd_a:
                 self.blocks_a = free_blocks(even_a)
             else:
                 self.blocks_a = paired_blocks(even_a) if pair_a else free_blocks(self.a.rows)
-        self.blocks_b = free_blocks(self.b.rows) if pair_a else paired_blocks(self.b.rows + self.b.rows % 2)
         self._plan()
 
     # ---- layout of the operands and of C
