@@ -596,7 +596,6 @@ inline bool Core::is_private(const Insn* d) const {
 
 template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
-  m->run_bound = bound;
   turn_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
   const uint32_t text_lo = m->text_lo, text_span = m->text_hi - m->text_lo;

@@ -248,7 +248,7 @@ class Core {
   // the cold members after the counters (pccr, pc_base, CSRs), so that no two of them are 4 KiB apart
   // (addresses equal in their low 12 bits make the host wait for a store to a different address).
   uint32_t pc = 0;
-  uint64_t turn_bound = 0;  // Machine::run_bound while this core has its turn, read here (beside pc and t)
+  uint64_t turn_bound = 0;  // the last cycle of this core's turn (Machine::lower_bound), kept beside pc and t
   // State the loop reads, kept beside it for the same reason: the cluster's icache switch (set for every
   // cluster core by a write to the cluster's icache control), a copy of Machine::ahead_refills (at the start
   // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
@@ -564,13 +564,11 @@ class Machine {
   // ---- timed events (DMA completions, core starts), processed in time order ----
   struct Timed { uint64_t time; uint64_t seq; int kind; uint32_t a, b; };
   std::vector<Timed> timed;  // a min-heap on (time, seq)
-  uint64_t run_bound = 0;    // the running core yields once past this cycle (lowered by new events and wake-ups)
-  Core* running = nullptr;   // the core whose turn it is, which reads the bound as its turn_bound
+  Core* running = nullptr;   // the core whose turn it is
+  // New events and wake-ups during a turn: the running core yields once past b. Between turns there is
+  // nothing to lower: the next turn's bound is computed from the events and the cores' keys.
   void lower_bound(uint64_t b) {
-    if (b < run_bound) {
-      run_bound = b;
-      if (running) running->turn_bound = b;
-    }
+    if (running && b < running->turn_bound) running->turn_bound = b;
   }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
