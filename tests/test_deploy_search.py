@@ -41,14 +41,7 @@ def _positional_lifetimes(step):
     life = {}
     for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
         life.setdefault(t, []).append((lo, hi))
-    for name, t in step.tensors.items():
-        if t.role in ("weight", "bias", "replay"):
-            life[name] = [(0, n - 1)]
-        elif t.role in ("input", "label") and name in life:
-            life[name] = [(0, max(hi for _, hi in life[name]))]
-        elif t.role == "loss" and name in life:
-            life[name] = [(life[name][0][0], n - 1)]
-    return life
+    return memplan.role_lifetimes(step, life, n)    # what the roles add is not what this test is about
 
 
 @pytest.mark.parametrize("net,dataset,layer_id,p", POINTS)
@@ -114,21 +107,11 @@ def _wg_reference(gen, st, accumulate):
     """The weight gradient's tiles by the plain search: every (tk, tn, tm), the cheapest that fits."""
     a = st.attrs
     m, n, p = a["k_out"], a["k_in"], gen.samples(st) * a["h_out"] * a["w_out"]
-    act_bw = "stash" in st.ins and a["act"] != "none"
-    names = {"A": st.ins["dy"], "Xs": st.ins["xs"], "Dw": st.outs["dw"]}
-    if act_bw:
-        names["Stash"] = st.ins["stash"]
-    bias = "db" in st.outs
-    if bias:
-        names["Db"] = st.outs["db"]
-        if accumulate:
-            names["DbOld"] = st.outs["db"]
-    names["OldT"] = st.outs["dw"]
+    names = gen.wg_names(st, accumulate)
+    act_bw, bias = "Stash" in names, "Db" in names
     found = []
     for resident in (True, False):
-        t, _ = gen.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
-        t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
-        ext = {k for k, v in t.items() if v.ext}
+        t, _, ext = gen.wg_streams(st, names, accumulate, resident)
         best = None
         for tk in _cands(p, 2):
             for tn in _cands(n, 4):

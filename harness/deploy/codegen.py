@@ -510,25 +510,35 @@ class Gen:
         return best
 
     # -- weight gradient of a matrix-product layer ---------------------------------------------
+    @staticmethod
+    def wg_names(st: Stage, accumulate: bool) -> dict:
+        """The weight gradient's tensors by C name, in the order their streams are laid out: Stash when
+        the activation is differentiated here, Db (and DbOld to accumulate into) with a bias."""
+        names = {"A": st.ins["dy"], "Xs": st.ins["xs"], "Dw": st.outs["dw"]}
+        if "stash" in st.ins and st.attrs["act"] != "none":
+            names["Stash"] = st.ins["stash"]
+        if "db" in st.outs:
+            names["Db"] = st.outs["db"]
+            if accumulate:
+                names["DbOld"] = st.outs["db"]
+        names["OldT"] = st.outs["dw"]
+        return names
+
+    def wg_streams(self, st: Stage, names: dict, accumulate: bool, resident: bool) -> tuple[_NS, int, set]:
+        """The weight gradient's streams (the operands as a, xs, dw and old), their slab, the external ones."""
+        t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
+        t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
+        return t, slab, {k for k, v in t.items() if v.ext}
+
     def wg(self, st: Stage, fn: str, accumulate: bool) -> _NS:
         a = st.attrs
         ns = self.samples(st)
         m, n = a["k_out"], a["k_in"]
         p = ns * a["h_out"] * a["w_out"]
-        act_bw = "stash" in st.ins and a["act"] != "none"
-        names = {"A": st.ins["dy"], "Xs": st.ins["xs"], "Dw": st.outs["dw"]}
-        if act_bw:
-            names["Stash"] = st.ins["stash"]
-        bias = "db" in st.outs
-        if bias:
-            names["Db"] = st.outs["db"]
-            if accumulate:
-                names["DbOld"] = st.outs["db"]
-        names["OldT"] = st.outs["dw"]
+        names = self.wg_names(st, accumulate)
+        act_bw, bias = "Stash" in names, "Db" in names
         def search(resident):
-            t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
-            t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
-            ext = {k for k, v in t.items() if v.ext}
+            t, slab, ext = self.wg_streams(st, names, accumulate, resident)
 
             # L1 bytes and estimated cycles of a tile choice (tm x tn over tk pixels), the cheapest that
             # fits winning; what does not change in an inner loop is computed outside it (a search tries

@@ -148,6 +148,12 @@ def lifetimes(step: Step) -> dict[str, list[tuple[int, int]]]:
     life: dict[str, list[tuple[int, int]]] = {}
     for (t, _), (lo, hi) in sorted(spans.items(), key=lambda kv: (kv[1][0], rank[kv[0]])):
         life.setdefault(t, []).append((lo, hi))
+    return role_lifetimes(step, life, n)
+
+
+def role_lifetimes(step: Step, life: dict[str, list[tuple[int, int]]], n: int) -> dict[str, list[tuple[int, int]]]:
+    """`life` (the intervals the stages' uses give, over n positions) with what the tensors' roles keep
+    longer: parameters and replay data the whole step, inputs from its start, the loss to its end."""
     for name, t in step.tensors.items():
         if t.role in ("weight", "bias", "replay"):
             life[name] = [(0, n - 1)]
