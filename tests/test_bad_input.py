@@ -1264,6 +1264,26 @@ def test_interrupted_sweep_leaves_no_process(sweep, sig, status, line, group, ex
     _assert_nothing_left(p.pid)
 
 
+def test_interrupted_pool_leaves_no_manager_thread():
+    """An interrupted local pool's manager thread has finished when stop returns: Python's exit hook
+    would otherwise race it for the wake-up pipe and print an EBADF traceback under the one line."""
+    import concurrent.futures as cf
+    import multiprocessing
+    import threading
+
+    from harness import procs
+    from harness.experiments import execute
+
+    pool = execute.LocalPool(2)
+    pool._pool = cf.ProcessPoolExecutor(max_workers=2, initializer=procs.worker_init, initargs=(os.getpid(),),
+                                        mp_context=multiprocessing.get_context("fork"))
+    busy = [pool._pool.submit(time.sleep, 30) for _ in range(3)]
+    _wait_for(lambda: busy[0].running() and busy[1].running(), 10, "the workers to start")
+    pool.stop(interrupted=True)
+    managers = [t for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"]
+    assert not managers, f"manager thread still running after stop: {managers}"
+
+
 def test_sigterm_saves_the_provenance_memo(sweep):
     """Rows finished before SIGTERM are in the cache and the provenance memo names them, so a rerun
     finds them without regenerating their programs."""

@@ -162,8 +162,14 @@ class LocalPool:
         if interrupted:
             # our own workers (and their clang children): an interrupted sweep leaves none running
             workers = list((getattr(pool, "_processes", None) or {}).values())
+            manager = getattr(pool, "_executor_manager_thread", None)
             pool.shutdown(wait=False, cancel_futures=True)
             procs.stop_workers(workers)
+            # The pool's manager thread closes its wake-up pipe when it sees the workers gone. Python's
+            # exit hook writes to that pipe, and before 3.12 it can do so just after the close and print
+            # an EBADF traceback under "pulp-odl: interrupted": let the thread finish first.
+            if manager is not None:
+                manager.join(procs.STOP_GRACE_S)
         else:
             pool.shutdown()
 
