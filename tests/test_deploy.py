@@ -320,6 +320,24 @@ def test_small_l1_paths_match_numpy(stage):
 
 
 @needs_clang
+@pytest.mark.parametrize("pt,stage,fast", [
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B1.dw.frozen", True),         # stride 1, whole maps
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B2.dw.frozen", True),         # stride 2
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B1.dw.frozen", True),  # bands of rows
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B2.dw.frozen", True),  # one channel pair
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B5.dw.frozen", False),        # 4x4: 2 interior rows
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "stem.dw.frozen", False)])     # padding (0, 1)
+def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast):
+    """A 3x3, padding-1 depthwise forward runs its interior rows with the generated routine (the window
+    in registers) and its edge rows in C; the outputs match NumPy either way."""
+    job = _job(pt, stage)
+    code = job.program()[3].files["st0.c"]
+    assert ("odl_dw3_fw_batch" in code and "__attribute__((naked))" in code) == fast
+    row = job.run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
 def test_wide_gate_in_sample_groups_matches_numpy():
     """PhiNet's last gate (393 channels) of 16 samples does not fit pulp-open's L1 at once: the scale's
     backward takes the samples in groups, each group's gate gradient leaving before the next."""

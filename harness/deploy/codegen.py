@@ -19,6 +19,7 @@ from harness.deploy.graph import Stage, Step
 from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
+from harness.kernels.dwblock import DwFw
 from harness.kernels.mmblock import Block, block_asm
 from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
 from harness.kernels.spec import cp
@@ -30,6 +31,7 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
+DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 
 
@@ -855,6 +857,14 @@ class Gen:
             for s_ in ("Old", "DbOld"):
                 t.pop(s_, None)
         pad = a["pad"]
+        # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers),
+        # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS)
+        dw3 = {}
+        if (step == "fw" and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
+                and (h - 2) // st_ >= DW3_MIN_ROWS):
+            rtn = DwFw(wd=w, wo=wo, stride=st_)
+            name = f"{fn}_{rtn.name}"
+            dw3 = {name: _naked_bodies(re.sub(rf"\b{rtn.name}\b", name, "\n".join(rtn.asm())), {name})[name]}
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
                          + (" (adds to the accumulators)" if accumulate else ""),
@@ -864,7 +874,7 @@ class Gen:
                    act_out=ACT[a.get("act_out") or "none"],
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
-                   bias=bias, y="Y" in t, accumulate=accumulate)
+                   bias=bias, y="Y" in t, accumulate=accumulate, dw3=dw3)
 
     # -- full convolution forward (frozen stems) -------------------------------------------------
     def conv(self, st: Stage, fn: str) -> _NS:

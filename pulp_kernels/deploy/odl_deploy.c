@@ -494,6 +494,48 @@ void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, i
   }
 }
 
+/* The forward of a 3x3 layer with padding 1 (stride 1 or 2): the output rows whose three input rows lie in
+ * the map run the stage's generated routine (harness/kernels/dwblock.py: the window slides along the row
+ * in registers, one channel pair over a band of rows), the edge rows odl_dw_fw_row. Interior items are
+ * (sample, channel pair, band of rows), so cores working in step read neighbouring words, with bands
+ * enough for two items a core; edge items (sample, edge row, channel group) follow them round the cores. */
+void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
+                      int s, int p, int ns, int r0, int r1, odl_dw3_fn fn) {
+  int p2 = p / 2, i0 = r0 < 1 ? 1 : r0, i1 = (h - 2) / s + 1;   /* interior output rows [i0, i1) */
+  if (i1 > r1) i1 = r1;
+  if (i1 < i0) i1 = i0;
+  int nc = pi_cl_team_nb_cores(), id = pi_core_id(), ni = i1 - i0, nb = 1;
+  while (nb < ni && ns * c2 * nb < 2 * nc) nb++;
+  int bh = ni ? (ni + nb - 1) / nb : 0, na = ni ? ns * c2 * nb : 0;
+  const uint32_t *wv = (const uint32_t *)w, *bv = (const uint32_t *)b;
+  int band = id, c = 0, smp = 0;
+  while (band >= nb) {   /* then stepped, no divides */
+    band -= nb;
+    if (++c == c2) {
+      c = 0;
+      smp++;
+    }
+  }
+  for (int it = id; it < na; it += nc) {
+    int lo = i0 + band * bh, hi = lo + bh < i1 ? lo + bh : i1;
+    if (lo < hi)
+      fn((uint32_t *)(y + (smp * ho + lo) * wo * p) + c, (const uint32_t *)(x + (smp * h + lo * s - 1) * wd * p) + c,
+         wv + c, bv ? bv[c] : 0, hi - lo, 2 * p);
+    for (band += nc; band >= nb; band -= nb)
+      if (++c == c2) {
+        c = 0;
+        smp++;
+      }
+  }
+  int top = i0 - r0, ne = top + (r1 - i1), g = 1;   /* edge rows [r0, i0) and [i1, r1) */
+  while (ns * ne * g < nc && g < c2) g++;
+  for (int j = ((id - na) % nc + nc) % nc; j < ns * ne * g; j += nc) {
+    int gi = j % g, e = (j / g) % ne, sm = j / (g * ne), oh = e < top ? r0 + e : i1 + (e - top);
+    odl_dw_fw_row((uint32_t *)(y + sm * ho * wo * p), (const uint32_t *)(x + sm * h * wd * p), wv, bv, gi * c2 / g,
+                  (gi + 1) * c2 / g, h, wd, wo, 3, s, 1, 1, p2, oh);
+  }
+}
+
 /* Input gradient: dx[ih][iw][c] = sum over the taps reaching (ih, iw) of dy[oh][ow][c] w[kh][kw][c]. */
 void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s,
                                    int pt, int pl, int p, int ns, int r0, int r1) {

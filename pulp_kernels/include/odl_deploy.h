@@ -141,6 +141,9 @@ void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols);
 void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0, int rows_ps, int col0);
 void odl_ce_rows(f16 *dz, int dzp, f16 *loss, const f16 *z, int zp, const int32_t *label, int rows, int n);
 void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n, int acc);
+/* a stage's generated 3x3 forward routine: (y, x at the input row above, w, bias pair, rows, pixel bytes) */
+typedef void (*odl_dw3_fn)(uint32_t *y, const uint32_t *x, const uint32_t *w, uint32_t bias, int nrows, int pix);
+void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int s, int p, int ns, int r0, int r1, odl_dw3_fn fn);
 void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
 void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
 void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
