@@ -320,19 +320,24 @@ def test_small_l1_paths_match_numpy(stage):
 
 
 @needs_clang
-@pytest.mark.parametrize("pt,stage,fast", [
-    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B1.dw.frozen", True),         # stride 1, whole maps
-    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B2.dw.frozen", True),         # stride 2
-    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B1.dw.frozen", True),  # bands of rows
-    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B2.dw.frozen", True),  # one channel pair
-    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B5.dw.frozen", False),        # 4x4: 2 interior rows
-    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "stem.dw.frozen", False)])     # padding (0, 1)
-def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast):
+@pytest.mark.parametrize("pt,stage,fast,fused", [
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B1.dw.frozen", True, True),          # stride 1, hswish
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B2.dw.frozen", True, True),          # stride 2
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B3.dw.frozen", True, True),          # pooled for the SE
+    (runner.Point("phinet", "cifar10", 9, 1.0, "paper"), "B1.dw.fw", True, False),             # stash kept
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B1.dw.frozen", True, True),  # bands, relu6
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B2.dw.frozen", True, True),  # one channel pair
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B5.dw.frozen", False, False),        # 4x4: 2 interior rows
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "stem.dw.frozen", False, False)])     # padding (0, 1)
+def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast, fused):
     """A 3x3, padding-1 depthwise forward runs its interior rows with the generated routine (the window
-    in registers) and its edge rows in C; the outputs match NumPy either way."""
+    in registers, the activation applied before the store unless a copy of the output is kept) and its
+    edge rows in C; the outputs match NumPy either way."""
     job = _job(pt, stage)
     code = job.program()[3].files["st0.c"]
     assert ("odl_dw3_fw_batch" in code and "__attribute__((naked))" in code) == fast
+    if fast:
+        assert ("odl_act_tile(" not in code) == fused
     row = job.run()
     assert row["ok"], row["outputs"]
 

@@ -859,10 +859,12 @@ class Gen:
         pad = a["pad"]
         # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers),
         # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS)
-        dw3 = {}
+        # and applies the activation when no copy of the output before or after it is kept
+        dw3, act_fused = {}, False
         if (step == "fw" and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
                 and (h - 2) // st_ >= DW3_MIN_ROWS):
-            rtn = DwFw(wd=w, wo=wo, stride=st_)
+            act_fused = a["act"] in ("relu", "relu6", "hswish") and not stash and not sx
+            rtn = DwFw(wd=w, wo=wo, stride=st_, act=a["act"] if act_fused else "")
             name = f"{fn}_{rtn.name}"
             dw3 = {name: _naked_bodies(re.sub(rf"\b{rtn.name}\b", name, "\n".join(rtn.asm())), {name})[name]}
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
@@ -874,7 +876,7 @@ class Gen:
                    act_out=ACT[a.get("act_out") or "none"],
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
-                   bias=bias, y="Y" in t, accumulate=accumulate, dw3=dw3)
+                   bias=bias, y="Y" in t, accumulate=accumulate, dw3=dw3, act_fused=act_fused)
 
     # -- full convolution forward (frozen stems) -------------------------------------------------
     def conv(self, st: Stage, fn: str) -> _NS:

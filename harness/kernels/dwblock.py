@@ -19,14 +19,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from harness.isa import asm
 from harness.kernels.mmblock import IMM_MAX, IMM_MIN, SAVED, _add
 
 ONE_LO, ONE_HI = 0x3c00, 0x3c000000
 
 
-def _func(name: str, pro: list, body: list) -> list:
-    frame = 4 * len(SAVED)
+def _pair(v: float) -> int:
+    """An FP16 value in both lanes of a word, rounded as the runtime's odl_pair rounds a float."""
+    h = int(np.float32(v).astype(np.float16).view(np.uint16))
+    return h | h << 16
+
+
+ACT_PAIRS = {"three": _pair(3.0), "six": _pair(6.0), "sixth": _pair(1.0 / 6.0)}
+
+
+LOCAL = 4 * len(SAVED)   # the frame's offset of a routine's own word (after the saved registers)
+
+
+def _func(name: str, pro: list, body: list, local: bool = False) -> list:
+    frame = 4 * len(SAVED) + (4 if local else 0)
     out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
            "    .balign 4", f"{name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
     out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
@@ -63,10 +77,11 @@ class DwFw:
     wo: int       # output pixels a row
     stride: int
     flip: bool = False
+    act: str = ""   # "relu", "relu6" or "hswish": applied to each output before it is stored
 
     @property
     def name(self) -> str:
-        return f"odl_dw3f_w{self.wd}o{self.wo}s{self.stride}{'_f' if self.flip else ''}"
+        return f"odl_dw3f_w{self.wd}o{self.wo}s{self.stride}{'_f' if self.flip else ''}{'_' + self.act if self.act else ''}"
 
     def asm(self) -> list:
         """name(y, x, w, bias, nrows, pix): y at the band's first output row, x at the input row above it (in
@@ -83,14 +98,38 @@ class DwFw:
         for src in range(9):
             pro += [f"lw {W[order.index(src)]}, 0(a2)"] + ([f"add a2, a2, {pp}"] if src < 8 else [])
         pro += _li(rowb, wd) + [f"mul {rowb}, {rowb}, {pp}"]
+        # An activation needs four more registers: the bias moves to the frame (loaded into the
+        # accumulator before the window's loads), the loop count to a window register that is loaded only
+        # inside the loop, and a2, a3, a4 (nrows, read by the loop's setup only) and tp hold the rest.
+        tmp, k3, k6, k16 = "a4", "a3", "a2", "tp"
+        if self.act:
+            cnt = G[0][0]
+            pro += [f"sw {bias}, {LOCAL}(sp)"] + _li(k3, ACT_PAIRS["three"]) + _li(k6, ACT_PAIRS["six"]) \
+                + _li(k16, ACT_PAIRS["sixth"])
 
-        def out(left, mid, right):
-            """One output from window columns (each a [row a, row b, row c] register list or None for zero)."""
-            seq = [f"mv {acc}, {bias}"]
+        def act() -> list:
+            if self.act == "relu":
+                return [asm.line("vfmax_h", rd=acc, rs1=acc, rs2="zero")]
+            if self.act == "relu6":
+                return [asm.line("vfmax_h", rd=acc, rs1=acc, rs2="zero"), asm.line("vfmin_h", rd=acc, rs1=acc, rs2=k6)]
+            # hswish as odl_act_tile computes it: x * (min(max(x + 3, 0), 6) * 1/6)
+            return [asm.line("vfadd_h", rd=tmp, rs1=acc, rs2=k3), asm.line("vfmax_h", rd=tmp, rs1=tmp, rs2="zero"),
+                    asm.line("vfmin_h", rd=tmp, rs1=tmp, rs2=k6), asm.line("vfmul_h", rd=tmp, rs1=tmp, rs2=k16),
+                    asm.line("vfmul_h", rd=acc, rs1=acc, rs2=tmp)]
+
+        def out(left, mid, right, loads=()):
+            """One output from window columns (each a [row a, row b, row c] register list or None for zero),
+            after `loads` (the window's new column)."""
+            if self.act:
+                seq = [f"lw {acc}, {LOCAL}(sp)", *loads]
+            else:
+                seq = [*loads, f"mv {acc}, {bias}"]
             for r in range(3):
                 for kw, col in enumerate((left, mid, right)):
                     if col is not None:
                         seq.append(_vfmac(acc, col[r], W[3 * r + kw]))
+            if self.act:
+                seq += act()
             seq.append(asm.line("p_sw_postinc_reg", rs2=acc, rs1=py, rs3_s=pp))
             return seq
 
@@ -105,17 +144,17 @@ class DwFw:
             n_loaded = min(wo, wd - 1)   # outputs whose right column is in the map
             left, mid = None, G[1]
             if n_loaded:
-                row += load(G[2]) + out(None, G[1], G[2])
+                row += out(None, G[1], G[2], load(G[2]))
                 left, mid = G[1], G[2]
             groups, rest = divmod(max(0, n_loaded - 1), 3)
             if groups:
                 a, b = left, mid
                 c = [g for g in G if g is not a and g is not b][0]
-                loop = load(c) + out(a, b, c) + load(a) + out(b, c, a) + load(b) + out(c, a, b)
+                loop = out(a, b, c, load(c)) + out(b, c, a, load(a)) + out(c, a, b, load(b))
                 row += _li(cnt, groups) + _loop(0, cnt, loop)
             for _ in range(rest):
                 third = [g for g in G if g is not left and g is not mid][0]
-                row += load(third) + out(left, mid, third)
+                row += out(left, mid, third, load(third))
                 left, mid = mid, third
             if n_loaded < wo:   # the last output: its right column is the padding
                 row += out(left, mid, None)
@@ -123,25 +162,25 @@ class DwFw:
             # output ow reads columns 2ow-1, 2ow, 2ow+1; the right one is the next output's left one
             full = min(wo, wd // 2)   # outputs whose right column 2ow+1 is in the map
             L, M, R = G
-            row += load(M) + load(R) + out(None, M, R) if full else []
+            row += out(None, M, R, load(M) + load(R)) if full else []
             k = 1 if full else 0
             pairs, rest = divmod(full - k, 2)
             left = R
             if pairs:
-                loop = load(M) + load(L) + out(R, M, L) + load(M) + load(R) + out(L, M, R)
+                loop = out(R, M, L, load(M) + load(L)) + out(L, M, R, load(M) + load(R))
                 row += _li(cnt, pairs) + _loop(0, cnt, loop)
             for _ in range(rest):
                 nxt = L if left is R else R
-                row += load(M) + load(nxt) + out(left, M, nxt)
+                row += out(left, M, nxt, load(M) + load(nxt))
                 left = nxt
             if full < wo:   # the last output: column 2ow+1 is past the map
                 if full == 0:
-                    row += load(M) + out(None, M, None)
+                    row += out(None, M, None, load(M))
                 else:
-                    row += load(M) + out(left, M, None)
+                    row += out(left, M, None, load(M))
         row += [f"add {xrow}, {xrow}, {rowb}"] * s
         body = _loop(1, "a4", row)
-        return _func(self.name, pro, body)
+        return _func(self.name, pro, body, local=bool(self.act))
 
 
 def _vfmul(rd, a, b):

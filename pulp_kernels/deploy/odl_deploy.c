@@ -162,6 +162,17 @@ static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi
 
 /* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
  * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
+/* relu, relu6 or hswish of a channel pair (FP16 SIMD, two channels an instruction). hswish: y = x *
+ * (min(max(x + 3, 0), 6) * 1/6): three roundings and 1/6 in FP16 stay within 3.5 * 2^-11 of |y|, inside
+ * the stage tolerance (docs/deploy.md); scaling the clamp first keeps x * 6 from overflowing. The
+ * generated depthwise rows (harness/kernels/dwblock.py) apply the same operations. */
+static inline uint32_t odl_act_pair(uint32_t x, int act) {
+  if (act == ODL_ACT_RELU) return pulp_vfmax_h(x, 0u);
+  if (act == ODL_ACT_RELU6) return pulp_vfmin_h(pulp_vfmax_h(x, 0u), odl_pair(6.0f));
+  uint32_t t = pulp_vfmin_h(pulp_vfmax_h(pulp_vfadd_h(x, odl_pair(3.0f)), 0u), odl_pair(6.0f));
+  return pulp_vfmul_h(x, pulp_vfmul_h(t, odl_pair(1.0f / 6.0f)));
+}
+
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep) {
   int lo, hi;
   odl_rows(rows, &lo, &hi);
@@ -173,24 +184,16 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
     }
     if (act == ODL_ACT_RELU6) {
       uint32_t *v = (uint32_t *)row;
-      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmin_h(pulp_vfmax_h(v[c], 0u), 0x46004600u);
+      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = odl_act_pair(v[c], ODL_ACT_RELU6);
     } else if (act == ODL_ACT_RELU) {
       uint32_t *v = (uint32_t *)row;
-      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = pulp_vfmax_h(v[c], 0u);
+      for (int c = 0; c < (cols + 1) / 2; c++) v[c] = odl_act_pair(v[c], ODL_ACT_RELU);
     } else if (act != ODL_ACT_NONE) {
       /* one loop per activation, so that the compiler sees a constant and the element loop carries no
        * dispatch (the same FP32 arithmetic, rounded once) */
       if (act == ODL_ACT_HSWISH) {
-        /* FP16 SIMD, two channels an instruction: y = x * (min(max(x + 3, 0), 6) * 1/6). Three roundings
-         * and 1/6 in FP16 stay within 3.5 * 2^-11 of |y|, inside the stage tolerance (docs/deploy.md);
-         * scaling the clamp first keeps x * 6 from overflowing. */
-        const uint32_t three = odl_pair(3.0f), six = odl_pair(6.0f), sixth = odl_pair(1.0f / 6.0f);
         uint32_t *v = (uint32_t *)row;
-        for (int c = 0; c < (cols + 1) / 2; c++) {
-          uint32_t x = v[c];
-          uint32_t t = pulp_vfmin_h(pulp_vfmax_h(pulp_vfadd_h(x, three), 0u), six);
-          v[c] = pulp_vfmul_h(x, pulp_vfmul_h(t, sixth));
-        }
+        for (int c = 0; c < (cols + 1) / 2; c++) v[c] = odl_act_pair(v[c], ODL_ACT_HSWISH);
       } else if (act == ODL_ACT_SIGMOID)
         for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(ODL_ACT_SIGMOID, odl_h2f(row[c])));
       else
@@ -244,22 +247,30 @@ void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols) {
  * (m0 + r) / rows_ps; acc[sample][col0 + c] += y[r][c] (FP32), channels split across the cores. */
 void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0,
                                 int rows_ps, int col0) {
-  int lo, hi;
-  odl_chunk(cols, &lo, &hi);
+  /* A core a run of channel pairs: each row's pair adds to two FP32 sums with vfdotpex against {1, 0} and
+   * {0, 1} (the other lane's product is an exact zero: each sum is rounded as an FP32 addition). */
+  const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
+  int lo, hi, yp2 = yp / 2;
+  odl_chunk((cols + 1) / 2, &lo, &hi);
   int first = m0 / rows_ps, r_in = m0 - first * rows_ps;   /* the tile starts r_in rows into sample `first` */
   for (int c = lo; c < hi; c++) {
-    float *a = acc + first * acc_pitch + col0 + c, sum = 0.0f;
-    int left = rows_ps - r_in;
-    for (int r = 0; r < rows; r++) {
-      sum += odl_h2f(y[r * yp + c]);
-      if (--left == 0) {
-        *a += sum;
-        a += acc_pitch;
-        sum = 0.0f;
-        left = rows_ps;
+    const uint32_t *v = (const uint32_t *)y + c;
+    float *a = acc + first * acc_pitch + col0 + 2 * c;
+    int two = 2 * c + 1 < cols;
+    for (int r = 0, left = rows_ps - r_in; r < rows; left = rows_ps, a += acc_pitch) {
+      int n = rows - r < left ? rows - r : left;
+      uint32_t s0 = 0, s1 = 0;
+      for (int i = 0; i < n; i++, v += yp2) {
+        s0 = pulp_vfdotpex_s_h(s0, *v, one_lo);
+        s1 = pulp_vfdotpex_s_h(s1, *v, one_hi);
       }
+      float f0, f1;
+      __builtin_memcpy(&f0, &s0, 4);
+      __builtin_memcpy(&f1, &s1, 4);
+      a[0] += f0;
+      if (two) a[1] += f1;
+      r += n;
     }
-    if (left != rows_ps) *a += sum;
   }
 }
 
@@ -500,7 +511,7 @@ void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, i
  * (sample, channel pair, band of rows), so cores working in step read neighbouring words, with bands
  * enough for two items a core; edge items (sample, edge row, channel group) follow them round the cores. */
 void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo,
-                      int s, int p, int ns, int r0, int r1, odl_dw3_fn fn) {
+                      int s, int p, int ns, int r0, int r1, odl_dw3_fn fn, int act) {
   int p2 = p / 2, i0 = r0 < 1 ? 1 : r0, i1 = (h - 2) / s + 1;   /* interior output rows [i0, i1) */
   if (i1 > r1) i1 = r1;
   if (i1 < i0) i1 = i0;
@@ -531,8 +542,12 @@ void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, 
   while (ns * ne * g < nc && g < c2) g++;
   for (int j = ((id - na) % nc + nc) % nc; j < ns * ne * g; j += nc) {
     int gi = j % g, e = (j / g) % ne, sm = j / (g * ne), oh = e < top ? r0 + e : i1 + (e - top);
-    odl_dw_fw_row((uint32_t *)(y + sm * ho * wo * p), (const uint32_t *)(x + sm * h * wd * p), wv, bv, gi * c2 / g,
-                  (gi + 1) * c2 / g, h, wd, wo, 3, s, 1, 1, p2, oh);
+    int c_lo = gi * c2 / g, c_hi = (gi + 1) * c2 / g;
+    uint32_t *yv = (uint32_t *)(y + sm * ho * wo * p);
+    odl_dw_fw_row(yv, (const uint32_t *)(x + sm * h * wd * p), wv, bv, c_lo, c_hi, h, wd, wo, 3, s, 1, 1, p2, oh);
+    if (act != ODL_ACT_NONE)   /* what the routine applies to the interior rows (relu, relu6, hswish) */
+      for (int ow = 0; ow < wo; ow++)
+        for (int c = c_lo; c < c_hi; c++) yv[(oh * wo + ow) * p2 + c] = odl_act_pair(yv[(oh * wo + ow) * p2 + c], act);
   }
 }
 

@@ -143,7 +143,7 @@ void odl_ce_rows(f16 *dz, int dzp, f16 *loss, const f16 *z, int zp, const int32_
 void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n, int acc);
 /* a stage's generated 3x3 forward routine: (y, x at the input row above, w, bias pair, rows, pixel bytes) */
 typedef void (*odl_dw3_fn)(uint32_t *y, const uint32_t *x, const uint32_t *w, uint32_t bias, int nrows, int pix);
-void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int s, int p, int ns, int r0, int r1, odl_dw3_fn fn);
+void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int s, int p, int ns, int r0, int r1, odl_dw3_fn fn, int act);
 void odl_dw_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
 void odl_dw_ig_batch(f16 *dx, const f16 *dy, const f16 *w, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
 void odl_dw_wg_batch(float *acc, float *accb, int ap, const f16 *dy, const f16 *x, int c2, int h, int wd, int ho, int wo, int k, int s, int pt, int pl, int p, int ns, int r0, int r1);
