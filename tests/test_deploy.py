@@ -373,6 +373,16 @@ def test_pooled_sample_spans_row_tiles(monkeypatch):
         runner.plan_of.cache_clear()
 
 
+def test_row_tiles_cut_a_product_evenly():
+    """The row tiles of a product include the sizes that cut it evenly: PhiNet's stem (1536 x 52 x 3 over a
+    chunk of 6 samples) takes two tiles of 768 rows, where the halving sizes alone (1532, 764, ...) leave
+    a last tile of a few rows that the estimate counts whole, and it chose 13 column tiles of 4."""
+    plan, jobs = runner.stage_jobs(runner.Point("phinet", "cifar10", 2, 1.0, "paper"))
+    job = next(j for j in jobs if j.stage == "stem.pw.frozen")
+    plan, local, st, prog = job.program()
+    assert "1536 x 52 x 3, tiles 768 x 52" in prog.files["st0.c"]
+
+
 @needs_clang
 def test_slabs_sized_by_what_the_stores_need():
     """PhiNet's B2 depthwise on CORe50 (64x64 maps, 125 channels) stores four tensors to HyperRAM from

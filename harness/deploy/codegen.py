@@ -1157,10 +1157,11 @@ def _balanced(total: int, step: int) -> list[int]:
 
 
 def _row_cands(m: int, whole: int) -> list[int]:
-    """Row-tile sizes of a product: _cands(m, 4), and when a tile must hold whole samples of `whole`
+    """Row-tile sizes of a product: _balanced(m, 4) (the halving sizes alone leave a small last tile,
+    which the estimate counts as a whole one), and when a tile must hold whole samples of `whole`
     rows (a fused pool), every whole number of samples too (maps of an odd pixel count, e.g. 25 x 5,
     are rarely a multiple of 4)."""
-    out = _cands(m, 4)
+    out = _balanced(m, 4)
     if whole:
         out += [n * whole for n in range(m // whole, 0, -1) if n * whole not in out]
     return out
