@@ -377,9 +377,7 @@ def test_row_tiles_cut_a_product_evenly():
     """The row tiles of a product include the sizes that cut it evenly: PhiNet's stem (1536 x 52 x 3 over a
     chunk of 6 samples) takes two tiles of 768 rows, where the halving sizes alone (1532, 764, ...) leave
     a last tile of a few rows that the estimate counts whole, and it chose 13 column tiles of 4."""
-    plan, jobs = runner.stage_jobs(runner.Point("phinet", "cifar10", 2, 1.0, "paper"))
-    job = next(j for j in jobs if j.stage == "stem.pw.frozen")
-    plan, local, st, prog = job.program()
+    prog = _job(runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "stem.pw.frozen").program()[3]
     assert "1536 x 52 x 3, tiles 768 x 52" in prog.files["st0.c"]
 
 

@@ -31,8 +31,8 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
-DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
+DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
 
 
 @lru_cache(maxsize=None)
@@ -857,9 +857,9 @@ class Gen:
             for s_ in ("Old", "DbOld"):
                 t.pop(s_, None)
         pad = a["pad"]
-        # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers),
-        # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS)
-        # and applies the activation when no copy of the output before or after it is kept
+        # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers)
+        # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS); the routine applies
+        # the activation when no copy of the output before or after it is kept
         dw3, act_fused = {}, False
         if (step == "fw" and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
                 and (h - 2) // st_ >= DW3_MIN_ROWS):

@@ -40,7 +40,7 @@ LOCAL = 4 * len(SAVED)   # the frame's offset of a routine's own word (after the
 
 
 def _func(name: str, pro: list, body: list, local: bool = False) -> list:
-    frame = 4 * len(SAVED) + (4 if local else 0)
+    frame = LOCAL + (4 if local else 0)
     out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
            "    .balign 4", f"{name}:", "    .option push", "    .option norvc", f"    addi sp, sp, -{frame}"]
     out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
@@ -104,8 +104,8 @@ class DwFw:
         tmp, k3, k6, k16 = "a4", "a3", "a2", "tp"
         if self.act:
             cnt = G[0][0]
-            pro += [f"sw {bias}, {LOCAL}(sp)"] + _li(k3, ACT_PAIRS["three"]) + _li(k6, ACT_PAIRS["six"]) \
-                + _li(k16, ACT_PAIRS["sixth"])
+            consts = {"relu": (), "relu6": ((k6, "six"),), "hswish": ((k3, "three"), (k6, "six"), (k16, "sixth"))}
+            pro += [f"sw {bias}, {LOCAL}(sp)"] + [i for reg, v in consts[self.act] for i in _li(reg, ACT_PAIRS[v])]
 
         def act() -> list:
             if self.act == "relu":

@@ -160,8 +160,6 @@ static inline float odl_act_grad(int act, float st, float g) {
 /* Rows [lo, hi) of a tile, split across the cores. */
 static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi); }
 
-/* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
- * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
 /* relu, relu6 or hswish of a channel pair (FP16 SIMD, two channels an instruction). hswish: y = x *
  * (min(max(x + 3, 0), 6) * 1/6): three roundings and 1/6 in FP16 stay within 3.5 * 2^-11 of |y|, inside
  * the stage tolerance (docs/deploy.md); scaling the clamp first keeps x * 6 from overflowing. The
@@ -173,6 +171,8 @@ static inline uint32_t odl_act_pair(uint32_t x, int act) {
   return pulp_vfmul_h(x, pulp_vfmul_h(t, odl_pair(1.0f / 6.0f)));
 }
 
+/* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
+ * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep) {
   int lo, hi;
   odl_rows(rows, &lo, &hi);
@@ -519,24 +519,13 @@ void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, 
   while (nb < ni && ns * c2 * nb < 2 * nc) nb++;
   int bh = ni ? (ni + nb - 1) / nb : 0, na = ni ? ns * c2 * nb : 0;
   const uint32_t *wv = (const uint32_t *)w, *bv = (const uint32_t *)b;
-  int band = id, c = 0, smp = 0;
-  while (band >= nb) {   /* then stepped, no divides */
-    band -= nb;
-    if (++c == c2) {
-      c = 0;
-      smp++;
-    }
-  }
-  for (int it = id; it < na; it += nc) {
+  int band = 0, c = 0, smp = 0;
+  odl_dw_step(&band, &c, &smp, id, nb, c2);   /* then stepped, no divides */
+  for (int it = id; it < na; it += nc, odl_dw_step(&band, &c, &smp, nc, nb, c2)) {
     int lo = i0 + band * bh, hi = lo + bh < i1 ? lo + bh : i1;
     if (lo < hi)
       fn((uint32_t *)(y + (smp * ho + lo) * wo * p) + c, (const uint32_t *)(x + (smp * h + lo * s - 1) * wd * p) + c,
          wv + c, bv ? bv[c] : 0, hi - lo, 2 * p);
-    for (band += nc; band >= nb; band -= nb)
-      if (++c == c2) {
-        c = 0;
-        smp++;
-      }
   }
   int top = i0 - r0, ne = top + (r1 - i1), g = 1;   /* edge rows [r0, i0) and [i1, r1) */
   while (ns * ne * g < nc && g < c2) g++;
@@ -546,8 +535,8 @@ void odl_dw3_fw_batch(f16 *y, const f16 *x, const f16 *w, const f16 *b, int c2, 
     uint32_t *yv = (uint32_t *)(y + sm * ho * wo * p);
     odl_dw_fw_row(yv, (const uint32_t *)(x + sm * h * wd * p), wv, bv, c_lo, c_hi, h, wd, wo, 3, s, 1, 1, p2, oh);
     if (act != ODL_ACT_NONE)   /* what the routine applies to the interior rows (relu, relu6, hswish) */
-      for (int ow = 0; ow < wo; ow++)
-        for (int c = c_lo; c < c_hi; c++) yv[(oh * wo + ow) * p2 + c] = odl_act_pair(yv[(oh * wo + ow) * p2 + c], act);
+      for (uint32_t *px = yv + oh * wo * p2, *end = px + wo * p2; px < end; px += p2)
+        for (int c = c_lo; c < c_hi; c++) px[c] = odl_act_pair(px[c], act);
   }
 }
 
