@@ -343,6 +343,28 @@ def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast, fused):
 
 
 @needs_clang
+@pytest.mark.parametrize("pt,stage,fused,tiles", [
+    (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B5.dw.frozen", True, 1),        # 4x4, h-swish
+    (runner.Point("phinet", "cifar10", 2, 0.7, "paper"), "B8.dw.fw", False, 1),           # 2x2 -> 1x1, stash kept
+    (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B12.dw.frozen", True, 1),  # 2x2, relu6
+    (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B15.dw.frozen", True, 1),  # 1x1: the centre tap
+    (runner.Point("phinet", "cifar10", 1, 1.0, "pulp-open", "method"), "B7.dw.frozen", True, 2),  # a narrower last tile
+    (runner.Point("phinet", "cifar10", 2, 0.7, "pulp-open"), "B8.dw.fw", False, 2),       # few pairs: sample groups
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.dw.fw", False, 2)])
+def test_small_depthwise_maps_run_their_listed_taps(pt, stage, fused, tiles):
+    """A depthwise forward on maps of at most 16 output pixels runs each pixel's taps inside the map,
+    listed at generation, with every offset a constant (one copy of the routine per tile pitch); the
+    activation is applied before the store unless a copy of the output is kept; outputs match NumPy."""
+    job = _job(pt, stage)
+    code = job.program()[3].files["st0.c"]
+    assert "_maps(out, in, w" in code and "odl_dw_fw_batch(" not in code and "odl_dw3_fw_batch(" not in code
+    assert ("odl_act_tile(" not in code) == fused
+    assert code.count("st0_map(yv, xv") == tiles
+    row = job.run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
 def test_wide_gate_in_sample_groups_matches_numpy():
     """PhiNet's last gate (393 channels) of 16 samples does not fit pulp-open's L1 at once: the scale's
     backward takes the samples in groups, each group's gate gradient leaving before the next."""

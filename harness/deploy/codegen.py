@@ -33,6 +33,7 @@ FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
+DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
 
 
 @lru_cache(maxsize=None)
@@ -867,6 +868,13 @@ class Gen:
             rtn = DwFw(wd=w, wo=wo, stride=st_, act=a["act"] if act_fused else "")
             name = f"{fn}_{rtn.name}"
             dw3 = {name: _naked_bodies(re.sub(rf"\b{rtn.name}\b", name, "\n".join(rtn.asm())), {name})[name]}
+        # small maps, whole in each tile (the networks' last blocks: 4x4, 2x2, 1x1): almost every pixel is an
+        # edge pixel, which the C rows clamp and mask tap by tap; instead each output pixel's taps inside the
+        # map are listed here, and a channel pair's maps run straight through them
+        dwmap = None
+        if step == "fw" and not dw3 and ho * wo <= DW_MAP_PIXELS and tr == band_rows:
+            act_fused = a["act"] in ("relu", "relu6", "hswish") and not stash and not sx
+            dwmap = dw_map(h, w, ho, wo, k, st_, pad, a["act"] if act_fused else "", c, tc)
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
                          + (" (adds to the accumulators)" if accumulate else ""),
@@ -876,7 +884,7 @@ class Gen:
                    act_out=ACT[a.get("act_out") or "none"],
                    act_bw=act_bw, stash="pre" if stash and a["act"] == "hswish" else ("post" if stash else ""), sx=sx,
                    stash_cols=k_stash, keep=keep, keep_compact=bool(keep) and keep < c, pool=pool, pool_pitch=cp(c),
-                   bias=bias, y="Y" in t, accumulate=accumulate, dw3=dw3, act_fused=act_fused)
+                   bias=bias, y="Y" in t, accumulate=accumulate, dw3=dw3, act_fused=act_fused, dwmap=dwmap)
 
     # -- full convolution forward (frozen stems) -------------------------------------------------
     def conv(self, st: Stage, fn: str) -> _NS:
@@ -1132,6 +1140,30 @@ class Gen:
                    slab=scratch_bytes(self.plat), slab_addr=f"(uint32_t)odl_arena + {self.plan.scratch}u",
                    sample_bytes=lat.sample_bytes, count=count, first=first, write=write,
                    store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
+
+
+def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: int, tc: int) -> _NS:
+    """What a small map's depthwise forward runs straight through: for each output pixel (row-major) the
+    expression of its taps inside the map, in tap order from the bias (the arithmetic of the C rows, which
+    add the taps outside as exact zeros), with the activation when it is fused; the input pixels and
+    weights read at all; the word pitches of the channel tiles (all but maybe the last have `tc`
+    channels), so that every offset is a constant."""
+    pl, pt = pad[0], pad[2]
+    outs, pixels, weights = [], set(), set()
+    for oh in range(ho):
+        for ow in range(wo):
+            expr = "bias"
+            for kh in range(k):
+                for kw in range(k):
+                    ih, iw = oh * s + kh - pt, ow * s + kw - pl
+                    if 0 <= ih < h and 0 <= iw < w:
+                        expr = f"pulp_vfmac_h({expr}, x{ih * w + iw}, w{kh * k + kw})"
+                        pixels.add(ih * w + iw)
+                        weights.add(kh * k + kw)
+            outs.append((oh * wo + ow, f"odl_act_pair({expr}, {ACT[act]})" if act else expr))
+    last = c - (-(-c // tc) - 1) * tc
+    return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), hw=h * w, howo=ho * wo, p2=cp(tc) // 2,
+               p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0)
 
 
 def _cands(total: int, step: int) -> list[int]:

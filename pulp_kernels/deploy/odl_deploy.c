@@ -130,12 +130,6 @@ static inline float odl_expf_sel(float x) {
   return p * scale * z;
 }
 
-/* A word holding v in both FP16 lanes (a constant when v is). */
-static inline uint32_t odl_pair(float v) {
-  uint32_t h = odl_f2h(v);
-  return h | h << 16;
-}
-
 static inline float odl_act_f(int act, float v) {
   if (act == ODL_ACT_RELU6) return odl_clampf(v, 0.0f, 6.0f);
   if (act == ODL_ACT_RELU) return __builtin_fmaxf(v, 0.0f);
@@ -160,16 +154,6 @@ static inline float odl_act_grad(int act, float st, float g) {
 /* Rows [lo, hi) of a tile, split across the cores. */
 static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi); }
 
-/* relu, relu6 or hswish of a channel pair (FP16 SIMD, two channels an instruction). hswish: y = x *
- * (min(max(x + 3, 0), 6) * 1/6): three roundings and 1/6 in FP16 stay within 3.5 * 2^-11 of |y|, inside
- * the stage tolerance (docs/deploy.md); scaling the clamp first keeps x * 6 from overflowing. The
- * generated depthwise rows (harness/kernels/dwblock.py) apply the same operations. */
-static inline uint32_t odl_act_pair(uint32_t x, int act) {
-  if (act == ODL_ACT_RELU) return pulp_vfmax_h(x, 0u);
-  if (act == ODL_ACT_RELU6) return pulp_vfmin_h(pulp_vfmax_h(x, 0u), odl_pair(6.0f));
-  uint32_t t = pulp_vfmin_h(pulp_vfmax_h(pulp_vfadd_h(x, odl_pair(3.0f)), 0u), odl_pair(6.0f));
-  return pulp_vfmul_h(x, pulp_vfmul_h(t, odl_pair(1.0f / 6.0f)));
-}
 
 /* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
  * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */

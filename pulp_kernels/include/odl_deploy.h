@@ -135,6 +135,23 @@ static inline void odl_run(void (*fn)(void *), void *arg) {
 #define ODL_ACT_SIGMOID 3
 #define ODL_ACT_RELU 4
 
+/* A word holding v in both FP16 lanes (a constant when v is). */
+static inline uint32_t odl_pair(float v) {
+  uint32_t h = odl_f2h(v);
+  return h | h << 16;
+}
+
+/* relu, relu6 or hswish of a channel pair (FP16 SIMD, two channels an instruction). hswish: y = x *
+ * (min(max(x + 3, 0), 6) * 1/6): three roundings and 1/6 in FP16 stay within 3.5 * 2^-11 of |y|, inside
+ * the stage tolerance (docs/deploy.md); scaling the clamp first keeps x * 6 from overflowing. The
+ * generated depthwise rows (harness/kernels/dwblock.py) and small maps (dw.c.j2) apply the same operations. */
+static inline uint32_t odl_act_pair(uint32_t x, int act) {
+  if (act == ODL_ACT_RELU) return pulp_vfmax_h(x, 0u);
+  if (act == ODL_ACT_RELU6) return pulp_vfmin_h(pulp_vfmax_h(x, 0u), odl_pair(6.0f));
+  uint32_t t = pulp_vfmin_h(pulp_vfmax_h(pulp_vfadd_h(x, odl_pair(3.0f)), 0u), odl_pair(6.0f));
+  return pulp_vfmul_h(x, pulp_vfmul_h(t, odl_pair(1.0f / 6.0f)));
+}
+
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep);
 void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act);
 void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols);
