@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import platform as platmod
+from harness import ROOT, platform as platmod
 from harness.deploy import graph, memplan, program as progmod, reference as ref, runner, task
 from harness.deploy.codegen import Gen
 from harness.errors import UserError
@@ -361,6 +361,29 @@ def test_small_depthwise_maps_run_their_listed_taps(pt, stage, fused, tiles):
     assert ("odl_act_tile(" not in code) == fused
     assert code.count("st0_map(yv, xv") == tiles
     row = job.run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
+@pytest.mark.parametrize("pt,stage,act", [
+    (runner.Point("phinet", "cifar10", 1, 1.0, "paper"), "B2.expand.frozen", "HSWISH"),     # 125 columns: a partial block
+    (runner.Point(str(ROOT / "examples" / "models" / "ds_cnn.onnx"), "cifar10", 1, 1.0, "paper"), "pw1.frozen", "RELU"),
+    (runner.Point(str(ROOT / "examples" / "models" / "resnet8.onnx"), "cifar10", 1, 1.0, "paper"), "layer1.0.conv2.frozen",
+     None),                                                                                  # the residual first
+    (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B2.expand.frozen", "RELU6"),
+    (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "stem.conv.frozen", "RELU6"),
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.expand.fw", None)])   # stash kept: a pass
+def test_frozen_products_apply_their_activation_before_the_stores(pt, stage, act):
+    """A frozen layer's product applies relu, relu6 or h-swish in its routine, before the stores (no pass over
+    the output); a layer whose output is kept before or after the activation keeps the pass."""
+    code = _job(pt, stage).program()[3].files["st0.c"]
+    call = code[code.index("odl_lib_matmul("):]
+    call = call[:call.index(";")]
+    if act:
+        assert call.rstrip(")").rstrip().endswith(f"ODL_ACT_{act}") and "odl_act_tile(" not in code
+    else:
+        assert call.rstrip(")").rstrip().endswith("0") and "odl_act_tile(" in code
+    row = _job(pt, stage).run()
     assert row["ok"], row["outputs"]
 
 

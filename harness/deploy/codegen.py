@@ -19,6 +19,7 @@ from harness.deploy.graph import Stage, Step
 from harness.deploy.memplan import MemoryPlan, scratch_bytes
 from harness.errors import UserError
 from harness.kernels import plan as kplan
+from harness.kernels import microkernel
 from harness.kernels.dwblock import DwFw
 from harness.kernels.mmblock import Block, block_asm
 from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
@@ -28,6 +29,7 @@ from harness.platform import Platform
 TEMPLATES = ROOT / "pulp_kernels" / "deploy"
 HOME = {"l2": "ODL_L2", "hyperram": "ODL_RAM", "flash": "ODL_FLASH"}
 ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "ODL_ACT_HSWISH", "sigmoid": "ODL_ACT_SIGMOID"}
+FUSED_ACTS = microkernel.ACTS   # the activations the product routines apply before their stores
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
@@ -300,6 +302,9 @@ class Gen:
         ce = fw and a.get("ce", False)
         dy_cols = self.step.tensors[names["A"]].cols
         zero_lane = (not fw) and acols % 2 == 1 and dy_cols > acols
+        # the product's routine applies the activation before its stores when nothing needs the values
+        # before it (no stash of them, no residual added first)
+        act_fusable = fw and a["act"] in FUSED_ACTS and not stash and not sx and "Skip" not in t
         ext = {k for k, v in t.items() if v.ext}
 
         def mem(tm, tn):
@@ -451,7 +456,7 @@ class Gen:
                    sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
                    bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
                    dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane, ksplit=False, tk=tk, order=order,
-                   act_out=ACT[a.get("act_out") or "none"],
+                   act_out=ACT[a.get("act_out") or "none"], act_mm=ACT[a["act"]] if act_fusable else 0,
                    pool_samples=-(-tm // rows_ps))
 
     @staticmethod
@@ -927,7 +932,7 @@ class Gen:
         return _NS(title=f"{st.name}: convolution {k}x{k}/{s} forward, {cin} -> {n}, {h}x{w} -> {ho}x{wo}, {tr} rows a tile",
                    fn=fn, buf=lay.bufs, l1=lay.off, samples=ns, h=h, w=w, ho=ho, wo=wo, k=k, stride=s, pt=pad[2],
                    pl=pad[0], n=n, cin=cin, k2=k2, wpitch=wpitch, xpitch=xpitch, ypitch=cp(n), tr=tr, t=t,
-                   bias="bias" in t, act=ACT[a["act"]])
+                   bias="bias" in t, act=ACT[a["act"]], act_mm=ACT[a["act"]] if a["act"] in FUSED_ACTS else 0)
 
     # -- stages without a matrix product ---------------------------------------------------------
     def ops(self, st: Stage, fn: str) -> _NS:

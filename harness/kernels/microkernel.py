@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from harness.isa import asm
 
 ACC = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6"]
@@ -83,13 +85,51 @@ def pack4() -> list:
         + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_pack4, . - odl_pack4", ""]
 
 
-def mm4x4_run(bias: bool) -> list:
+# Activations a run may apply to its FP16 pairs before the stores, the operations of odl_act_pair
+# (odl_deploy.h) on the same FP16 values: a frozen layer's forward then needs no pass over its output.
+ACTS = ("relu", "relu6", "hswish")
+
+
+def _pair(v: float) -> int:
+    """A word holding v (rounded to FP16 from FP32, as odl_pair does) in both lanes."""
+    h = int(np.float16(np.float32(v)).view(np.uint16))
+    return h | h << 16
+
+
+def _act_words(act: str, words: list, consts: list, tmp: list) -> list:
+    """Lines applying `act` to the FP16 pairs in `words` (zero: x0, a pair of +0.0), one operation across
+    all the words before the next, so that no operation waits on the one before it."""
+    if act not in ACTS:
+        raise ValueError(f"no fused activation {act!r}")
+    six, three, sixth = consts
+
+    def each(op, dst, a, b):
+        return ["    " + asm.line(op, rd=d, rs1=x, rs2=y) for d, x, y in zip(dst, a, b)]
+
+    n = len(words)
+    if act == "relu":
+        return each("vfmax_h", words, words, ["zero"] * n)
+    out = [f"    li {six}, {_pair(6.0)}"]
+    if act == "relu6":
+        return out + each("vfmax_h", words, words, ["zero"] * n) + each("vfmin_h", words, words, [six] * n)
+    out += [f"    li {three}, {_pair(3.0)}", f"    li {sixth}, {_pair(1.0 / 6.0)}"]
+    t = tmp[:n]
+    return (out + each("vfadd_h", t, words, [three] * n) + each("vfmax_h", t, t, ["zero"] * n)   # x * (min(max(x + 3, 0), 6) * 1/6)
+            + each("vfmin_h", t, t, [six] * n) + each("vfmul_h", t, t, [sixth] * n) + each("vfmul_h", words, words, t))
+
+
+def run_name(bias: bool, act: str = "") -> str:
+    return "odl_mm4x4_run" + ("_bias" if bias else "") + (f"_{act}" if act else "")
+
+
+def mm4x4_run(bias: bool, act: str = "") -> list:
     """odl_mm4x4_run(ap, bp, k2, c, pitch_bytes, nblocks[, bias]): a row of `nblocks` 4x4 blocks of C that
     share one A panel and take consecutive B panels (the B pointer leaves each block's loop at the next
     panel), stored as FP16. One call per row of blocks pays the register saves once, and the
     accumulators start at the biases (odl_mm4x4_run_bias, which steps `bias` by 4 a block) or at zero,
-    so a short reduction (a weight gradient over 16 samples) is not dominated by per-block overhead."""
-    name = "odl_mm4x4_run_bias" if bias else "odl_mm4x4_run"
+    so a short reduction (a weight gradient over 16 samples) is not dominated by per-block overhead.
+    With `act` (odl_mm4x4_run_bias_relu6, ...) the FP16 pairs pass through the activation first."""
+    name = run_name(bias, act)
     frame = 4 * 20
     AP, C, PITCH, NB, BIAS = 52, 56, 60, 64, 68       # stack slots after the 13 saved registers
     body = _body()
@@ -118,6 +158,8 @@ def mm4x4_run(bias: bool) -> list:
     for w in range(8):
         i, half = divmod(w, 2)
         out.append("    " + asm.line("vfcpka_h_s", rd=words[w], rs1=ACC[4 * i + 2 * half], rs2=ACC[4 * i + 2 * half + 1]))
+    if act:   # the accumulators are free again: constants and temporaries
+        out += _act_words(act, words, ACC[:3], ACC[3:11])
     out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t3, a3, 8", f"    sw t3, {C}(sp)"]
     for i in range(4):
         out += [f"    sw {words[2 * i]}, 0(a3)", f"    sw {words[2 * i + 1]}, 4(a3)"]
@@ -149,7 +191,8 @@ def packk2() -> list:
 def kernels() -> str:
     """All generated assembly routines of the kernel library (made once per process: every stage
     program of a sweep links the same text)."""
-    return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *mm4x4_run(False), *mm4x4_run(True), *packk2()])
+    runs = [line for bias in (False, True) for act in ("",) + ACTS for line in mm4x4_run(bias, act)]
+    return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *runs, *packk2()])
 
 
 def mm4x4() -> str:

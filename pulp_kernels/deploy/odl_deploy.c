@@ -692,7 +692,7 @@ void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int 
  * order and runs each stretch of whole blocks of one block row with one call of the row micro-kernel;
  * blocks cut by the edges of C go through a 4x4 FP32 tile. */
 static void odl_lib_block(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch,
-                          const float *bias, int bm, int bn) {
+                          const float *bias, int bm, int bn, int act) {
   float acc[16];
   odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
   for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
@@ -705,13 +705,30 @@ static void odl_lib_block(const uint32_t *ap, const uint32_t *bp, int m, int n, 
         v0 += bias[col];
         if (col + 1 < n) v1 += bias[col + 1];
       }
-      row[col / 2] = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
+      uint32_t v = pulp_vfcpka_h_s(odl_f32_bits(v0), odl_f32_bits(v1));
+      row[col / 2] = act == ODL_ACT_NONE ? v : odl_act_pair(v, act);
     }
   }
 }
 
+/* A row of blocks through the generated routine of the bias and activation (microkernel.py). */
+static inline void odl_lib_run(const uint32_t *a, const uint32_t *b, uint32_t k2, f16 *c, uint32_t pitch_bytes,
+                               uint32_t cnt, const float *bias, int act) {
+  if (bias) {
+    if (act == ODL_ACT_RELU) odl_mm4x4_run_bias_relu(a, b, k2, c, pitch_bytes, cnt, bias);
+    else if (act == ODL_ACT_RELU6) odl_mm4x4_run_bias_relu6(a, b, k2, c, pitch_bytes, cnt, bias);
+    else if (act == ODL_ACT_HSWISH) odl_mm4x4_run_bias_hswish(a, b, k2, c, pitch_bytes, cnt, bias);
+    else odl_mm4x4_run_bias(a, b, k2, c, pitch_bytes, cnt, bias);
+  } else {
+    if (act == ODL_ACT_RELU) odl_mm4x4_run_relu(a, b, k2, c, pitch_bytes, cnt);
+    else if (act == ODL_ACT_RELU6) odl_mm4x4_run_relu6(a, b, k2, c, pitch_bytes, cnt);
+    else if (act == ODL_ACT_HSWISH) odl_mm4x4_run_hswish(a, b, k2, c, pitch_bytes, cnt);
+    else odl_mm4x4_run(a, b, k2, c, pitch_bytes, cnt);
+  }
+}
+
 void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
-                    int m_pad) {
+                    int m_pad, int act) {
   int mb = (m + 3) / 4, nb = (n + 3) / 4, lo, hi;
   /* Block rows and columns the row micro-kernel may write whole: with m_pad, C has rows up to a
    * multiple of 4 (the A panel's rows past m are zero, what lands there is never read); a column
@@ -727,15 +744,12 @@ void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2
       if (cnt > 0) {
         f16 *cb = c + 4 * bm * pitch + 4 * bn;
         const uint32_t *a = ap + bm * k2 * 4, *bb = bp + bn * k2 * 4;
-        if (bias)
-          odl_mm4x4_run_bias(a, bb, (uint32_t)k2, cb, (uint32_t)pitch * 2, (uint32_t)cnt, bias + 4 * bn);
-        else
-          odl_mm4x4_run(a, bb, (uint32_t)k2, cb, (uint32_t)pitch * 2, (uint32_t)cnt);
+        odl_lib_run(a, bb, (uint32_t)k2, cb, (uint32_t)pitch * 2, (uint32_t)cnt, bias ? bias + 4 * bn : 0, act);
         b += cnt;
         bn += cnt;
       }
     }
-    for (; b < end; b++, bn++) odl_lib_block(ap, bp, m, n, k2, c, pitch, bias, bm, bn);
+    for (; b < end; b++, bn++) odl_lib_block(ap, bp, m, n, k2, c, pitch, bias, bm, bn, act);
   }
 }
 

@@ -170,8 +170,9 @@ void odl_mean_rows(f16 *dst, int dp, const float *src, int sp, int rows, int n, 
 /* the building blocks of odl_kernels.h, through one copy each */
 void odl_lib_pack_rows(uint32_t *dst, const f16 *src, int rows, int blocks, int k2, int pitch);
 void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int kdim, int pitch);
+/* act: ODL_ACT_NONE, or relu, relu6 or hswish applied to C's FP16 values (a frozen layer's forward) */
 void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, f16 *c, int pitch, const float *bias,
-                    int m_pad);
+                    int m_pad, int act);
 uint32_t odl_lib_wg1_pack(const f16 *dy, int dyp, const f16 *x, int xp, int m, int kdim, uint32_t *apan,
                           uint32_t *bpan, const uint16_t *ctab, int nc, f16 *db, odl_dma_t *xin);
 /* A one-tile weight gradient whose X, weight or bias gradient lives in HyperRAM (odl_lib_wg1x, forked

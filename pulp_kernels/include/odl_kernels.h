@@ -24,6 +24,15 @@ void odl_mm4x4_st(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, u
 void odl_mm4x4_run(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, uint32_t nblocks);
 void odl_mm4x4_run_bias(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes,
                         uint32_t nblocks, const float *bias);
+/* The same with relu, relu6 or h-swish applied to the FP16 pairs before the stores (odl_act_pair's operations). */
+#define ODL_MM4X4_RUN_ACT(act)                                                                                        \
+  void odl_mm4x4_run_##act(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes,        \
+                           uint32_t nblocks);                                                                         \
+  void odl_mm4x4_run_bias_##act(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes,   \
+                                uint32_t nblocks, const float *bias);
+ODL_MM4X4_RUN_ACT(relu)
+ODL_MM4X4_RUN_ACT(relu6)
+ODL_MM4X4_RUN_ACT(hswish)
 void odl_packk2(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
 /* Pack 4 rows (`pitch_bytes` apart, k2 words each) into one panel: 2 instructions per word. */
 void odl_pack4(uint32_t *dst, const f16 *src, uint32_t k2, uint32_t pitch_bytes);
