@@ -424,6 +424,10 @@ def test_row_tiles_cut_a_product_evenly():
     a last tile of a few rows that the estimate counts whole, and it chose 13 column tiles of 4."""
     prog = _job(runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "stem.pw.frozen").program()[3]
     assert "1536 x 52 x 3, tiles 768 x 52" in prog.files["st0.c"]
+    # and beyond 8 tiles: PhiNet's B2 expand on CORe50 (4096 x 125 x 26) in 16 tiles of 256 rows, where the
+    # halving sizes leave a 17th tile of 64 rows (252) or 9 tiles (508), and before this column tiles of 16
+    prog = _job(runner.Point("phinet", "core50", 1, 1.0, "paper"), "B2.expand.frozen").program()[3]
+    assert "4096 x 125 x 26, tiles 256 x 125" in prog.files["st0.c"]
 
 
 @needs_clang

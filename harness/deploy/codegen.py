@@ -35,6 +35,8 @@ FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
+MM_ROW_PARTS = 64           # a product's row tiles include its even cuts into up to this many (4096 x 125 x 26 in
+                            # 16 tiles of 256 rows: the halving sizes 252 and 508 leave a short 17th or 9th tile)
 DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
 
 
@@ -1182,11 +1184,11 @@ def _cands(total: int, step: int) -> list[int]:
     return out
 
 
-def _balanced(total: int, step: int) -> list[int]:
-    """_cands, and the sizes that cut `total` into 2 to 8 tiles of (nearly) equal size: a tile size
-    bounded by a slab need not leave a small last tile."""
+def _balanced(total: int, step: int, parts: int = 8) -> list[int]:
+    """_cands, and the sizes that cut `total` into 2 to `parts` tiles of (nearly) equal size: a tile size
+    bounded by a slab or by L1 need not leave a small last tile."""
     out = _cands(total, step)
-    for k in range(2, 9):
+    for k in range(2, parts + 1):
         t = -(-(-(-total // k)) // step) * step
         if step <= t < total and t not in out:
             out.append(t)
@@ -1194,11 +1196,11 @@ def _balanced(total: int, step: int) -> list[int]:
 
 
 def _row_cands(m: int, whole: int) -> list[int]:
-    """Row-tile sizes of a product: _balanced(m, 4) (the halving sizes alone leave a small last tile,
-    which the estimate counts as a whole one), and when a tile must hold whole samples of `whole`
+    """Row-tile sizes of a product: the even cuts into up to MM_ROW_PARTS tiles besides the halving
+    sizes (which leave a small last tile, counted whole by the estimate), and when a tile must hold whole samples of `whole`
     rows (a fused pool), every whole number of samples too (maps of an odd pixel count, e.g. 25 x 5,
     are rarely a multiple of 4)."""
-    out = _balanced(m, 4)
+    out = _balanced(m, 4, MM_ROW_PARTS)
     if whole:
         out += [n * whole for n in range(m // whole, 0, -1) if n * whole not in out]
     return out
