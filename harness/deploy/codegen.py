@@ -21,7 +21,7 @@ from harness.errors import UserError
 from harness.kernels import plan as kplan
 from harness.kernels import microkernel
 from harness.kernels.dwblock import DwFw
-from harness.kernels.mmblock import Block, block_asm
+from harness.kernels.mmblock import Block, block_asm, block_fits
 from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
 from harness.kernels.spec import cp
 from harness.platform import Platform
@@ -416,16 +416,20 @@ class Gen:
                        dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane,
                        pool_samples=-(-tm // rows_ps), act_out=ACT[a.get("act_out") or "none"])
         _, tm, tn, order = best
+        # a forward reads its operands in place (rows of X and of W) through register blocks of 5x4 planned
+        # here for each shape of tile, rather than packing both into 4-row panels for the 4x4 routine
+        rt = self._mm_blocks(fn, m, n, tm, tn, k2, ap * 2, wpitch * 2, bias, a["act"] if act_fusable else "") \
+            if rows_b and not wt else None
         lay = L1()
-        for nm, nb in (("araw0", tm * ap * 2), ("araw1", tm * ap * 2), ("apan", r4(tm) * k2 * 4)):
+        for nm, nb in (("araw0", tm * ap * 2), ("araw1", tm * ap * 2), ("apan", 4 if rt else r4(tm) * k2 * 4)):
             lay.add(nm, nb)
         if act_bw:
             lay.add("stin0", tm * ap * 2)
             lay.add("stin1", tm * ap * 2)
-        braw = tn * wpitch * 2 if rows_b else acols * cp(tn) * 2
+        braw = (cp(tn) if rt else tn) * wpitch * 2 if rows_b else acols * cp(tn) * 2   # (a zero row after an odd count)
         lay.add("braw0", braw)
         lay.add("braw1", braw if tn < n else 4)
-        lay.add("bpan", r4(tn) * k2 * 4)
+        lay.add("bpan", 4 if rt else r4(tn) * k2 * 4)
         # whole 4-row blocks: the product writes rows up to a multiple of 4 (odl_lib_matmul's m_pad)
         lay.add("out0", r4(tm) * cp(tn) * 2)
         lay.add("out1", r4(tm) * cp(tn) * 2)
@@ -458,8 +462,43 @@ class Gen:
                    sx=sx, stash_cols=k_stash, keep=keep, keep_compact=keep_compact, keep_pitch=cp(keep),
                    bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
                    dz_pitch=cp(n), skip="Skip" in t, y="Y" in t, zero_lane=zero_lane, ksplit=False, tk=tk, order=order,
-                   act_out=ACT[a.get("act_out") or "none"], act_mm=ACT[a["act"]] if act_fusable else 0,
+                   act_out=ACT[a.get("act_out") or "none"], act_mm=ACT[a["act"]] if act_fusable else 0, rt=rt,
                    pool_samples=-(-tm // rows_ps))
+
+    def _mm_blocks(self, fn: str, m: int, n: int, tm: int, tn: int, k2: int, a_pitch: int, b_pitch: int,
+                   bias: bool, act: str) -> _NS:
+        """The register blocks of a forward's product tiles (harness/kernels/mmblock.py): X's rows in blocks of
+        5 (4s and at most two smaller ones to end, mmplan.free_blocks; 4s only when five rows lie too far
+        apart for the registers), W's rows in blocks of 4 and a last one of 2, both read where the DMA left
+        them. The cores split each tile's blocks at run time (odl_mm_blocks): no tables in L2 or L1, which
+        a whole step of forty products could not spare. An odd column count reads one more row of W and one
+        more bias, both zero: the pad lane, as before."""
+        fits5 = block_fits(5, 4, a_pitch, b_pitch)
+        shapes, heights = [], set()
+        for r in dict.fromkeys((min(tm, m), m % tm or min(tm, m))):
+            hs = free_blocks(r) if fits5 else [4] * (r // 4) + ([r % 4] if r % 4 else [])
+            n5, n4 = hs.count(5), hs.count(4)
+            tail = [h for h in hs if h < 4]
+            assert hs == [5] * n5 + [4] * n4 + tail and len(set(tail)) <= 1, hs
+            t = tail[0] if tail else 1
+            heights.update(h for h in hs)
+            for c in dict.fromkeys((min(tn, n), n % tn or min(tn, n))):
+                shapes.append(_NS(rows=r, cols=c, n5=n5, n4=n4, nt=len(tail), t=t, nb4=(c + c % 2) // 4,
+                                  two=(c + c % 2) % 4 == 2, cp=cp(c)))
+        c_arg = len({sh.cp for sh in shapes}) > 1   # tiles of two widths share their routines: C's pitch an argument
+        widths = {4 for sh in shapes if sh.nb4} | {2 for sh in shapes if sh.two}
+        blocks = {(h, w): Block(m=h, n=w, k2=k2, a_pitch=a_pitch, b_pitch=b_pitch, b_step=w * b_pitch,
+                                c_pitch=0 if c_arg else shapes[0].cp * 2, bias=bias, act=act)
+                  for h in sorted(heights) for w in sorted(widths)}
+        own = {b_.name: f"{fn}_{b_.name}" for b_ in blocks.values()}
+        asm = "\n".join(line for b_ in blocks.values() for line in block_asm(b_))
+        asm = re.sub(r"\b(" + "|".join(map(re.escape, own)) + r")\b", lambda mt: own[mt.group(1)], asm)
+        fn_of = {k: own[b_.name] for k, b_ in blocks.items()}
+        extra = ", uint32_t" if c_arg else ""
+        return _NS(shapes=shapes, fn_of=fn_of, c_arg=c_arg, ap=a_pitch, bp=b_pitch,
+                   protos="\n".join(f"void {v}(const void *, const void *, void *, uint32_t, const void *{extra});"
+                                    for v in own.values()),
+                   naked=_naked_bodies(asm, set(own.values())))
 
     @staticmethod
     def _mm_epilogue_bufs(lay, tm, tn, n, ns, bias, skip, stash, sx, k_stash, compact, keep, pool, ce, keep_tile=0,

@@ -49,6 +49,9 @@ SCRATCH_MARGIN = 32 * 1024
 # code per stage function (measured: 2.2-2.8 KiB for the generated stages)
 PROGRAM_BASE_BYTES = 24 * 1024
 STAGE_CODE_BYTES = 3 * 1024
+# and a forward product's register blocks besides (codegen._mm_blocks: two routines of about 500 bytes, in the
+# stage's own code so that it meets the same cache sets alone as in the step)
+MM_BLOCKS_CODE_BYTES = 1024
 
 # Priority classes for placement "fit" (lower first).
 _CLASS = {"act": 0, "grad": 0, "latent": 0, "label": 0, "loss": 0, "stored": 1, "stash": 1, "weight": 2,
@@ -252,7 +255,9 @@ def plan_step(step: Step, plat: Platform, placement: str = "fit", budget: int | 
 def l2_budget(step: Step, plat: Platform) -> int:
     """L2 left for the tensors of `step`'s whole program (its code is in L2 too)."""
     funcs = len(step.stages) + (sum(1 for s in step.stages if s.kind in ("mm_wg", "dw_wg")) if step.chunks_t > 1 else 0)
-    return (plat.memory("l2").size - plat.fc["stack_size"] - PROGRAM_BASE_BYTES - STAGE_CODE_BYTES * funcs) // 16 * 16
+    blocks = sum(1 for s in step.stages if s.kind == "mm_fw")
+    return (plat.memory("l2").size - plat.fc["stack_size"] - PROGRAM_BASE_BYTES - STAGE_CODE_BYTES * funcs
+            - MM_BLOCKS_CODE_BYTES * blocks) // 16 * 16
 
 
 class _Arena:

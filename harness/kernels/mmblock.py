@@ -26,12 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.isa import asm
+from harness.kernels import microkernel
 
 # every register but zero and sp; ra, gp and tp are saved and restored like the s registers
 POOL = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "t0", "t1", "t2", "t3", "t4", "t5", "t6",
         "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "ra", "gp", "tp"]
 SAVED = ["ra", "gp", "tp"] + [f"s{i}" for i in range(12)]
 IMM_MIN, IMM_MAX = asm.imm_range()   # a load's, a store's and addi's offset
+ACT_OPS = {"relu": 1, "relu6": 2, "hswish": 5}   # FP16 operations a word of a fused activation takes (and 2 or 6
+                                                 # instructions a block for its constants)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Block:
     a_jump: int = 0      # between them (a convolution: one segment per row of taps)
     c_odd: bool = False  # trans with m odd: the block's first C column is an odd FP16 lane (its C pointer
                          # 2 bytes into a word), so the lone lane is the first, not the last
+    act: str = ""        # relu, relu6 or hswish applied to the FP16 words before the stores (microkernel.ACTS)
 
     def c_words(self) -> list:
         """The FP16 words of one C row of the block (trans: one per B row): (first accumulator row,
@@ -68,12 +72,13 @@ class Block:
         c = self.c_pitch if self.c_pitch else "r"
         return (f"odl_mm{self.m}x{self.n}_k{self.k2}_a{a}_b{b}_s{self.b_step}_c{c}"
                 f"{'_t' if self.trans else ''}{'_b' if self.bias else ''}{'_o' if self.c_odd else ''}"
-                f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}")
+                f"{f'_g{self.segs}j{self.a_jump}' if self.segs > 1 else ''}{f'_{self.act}' if self.act else ''}")
 
     def cycles(self) -> int:
         """Cycles of one block, from the schedule: the reduction and the per-block work."""
         rows_c = self.n if self.trans else self.m
-        return (self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n + 2 * rows_c * len(self.c_words())
+        act = len(self.c_words()) * rows_c * ACT_OPS.get(self.act, 0)
+        return (act + self.k2 * (self.m + self.n + self.m * self.n) + self.m * self.n + 2 * rows_c * len(self.c_words())
                 + 6 + 4 * (self.segs - 1) + (0 if self.c_pitch else rows_c + 1))
 
     def c_step(self) -> int:
@@ -260,6 +265,10 @@ def block_asm(b: Block) -> list[str]:
                 r = acc[i][2 * h]
                 body.append(asm.line("vfcpka_h_s", rd=r, rs1=acc[i][2 * h], rs2=acc[i][2 * h + 1]))
                 words.append((i, 4 * h, r, "sw"))
+    if b.act:   # the accumulators that were paired into words and the operand registers are free again
+        regs = [r for _, _, r, _ in words]
+        dead = [a for row in acc for a in row if a not in regs]
+        body += [x.strip() for x in microkernel.act_words(b.act, regs, (ar + br)[:3], dead)]
     creg = "a2"
     if "a2" in spilled:
         creg = ar[0]

@@ -84,6 +84,7 @@ class Tile:
     a_jump: int = 0
     a_list: list = None   # A blocks given outright: (rows, byte offset, first C row) each
     c_arg: bool = False   # the C pitch an argument of the micro-kernels (tiles of different widths share them)
+    act: str = ""         # relu, relu6 or hswish applied before the stores (mmblock.Block.act)
     odd_a: bool = False   # trans: A (the side paired into C words) in blocks of 5 and 4 too, a lone lane of a
                           # 5-row block stored as a halfword (when B cuts only into 4s: 5x4 blocks, not 4x4)
     blocks_a: list = field(default_factory=list)
@@ -123,7 +124,7 @@ class Tile:
         b_step = nb * self.b.pitch if self.b.pitch else 4 * self.k2 * nb + self.b.skew
         return Block(m=ma, n=nb, k2=self.k2, a_pitch=self.a.pitch, b_pitch=self.b.pitch, b_step=b_step,
                      c_pitch=0 if self.c_arg else self.c_pitch, trans=self.trans, bias=self.bias, segs=self.segs,
-                     a_jump=self.a_jump, c_odd=self.trans and ma % 2 == 1 and arow % 2 == 1)
+                     a_jump=self.a_jump, c_odd=self.trans and ma % 2 == 1 and arow % 2 == 1, act=self.act)
 
     def _variant(self, ia: int) -> tuple:
         arow = sum(self.blocks_a[:ia]) if self.a_list is None else self.a_list[ia][2]
