@@ -351,14 +351,17 @@ def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast, fused):
     (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B15.dw.frozen", True, 1),  # 1x1: the centre tap
     (runner.Point("phinet", "cifar10", 1, 1.0, "pulp-open", "method"), "B7.dw.frozen", True, 2),  # a narrower last tile
     (runner.Point("phinet", "cifar10", 2, 0.7, "pulp-open"), "B8.dw.fw", False, 2),       # few pairs: sample groups
-    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.dw.fw", False, 2)])
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.dw.fw", False, 2),
+    (runner.Point("phinet", "cifar10", 2, 0.7, "paper"), "B8.dw.ig", True, 1),            # input gradient, 4x4 -> 8x8
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "paper"), "B16.dw.ig", True, 1)])      # stride 1, 4x4
 def test_small_depthwise_maps_run_their_listed_taps(pt, stage, fused, tiles):
-    """A depthwise forward on maps of at most 16 output pixels runs each pixel's taps inside the map,
-    listed at generation, with every offset a constant (one copy of the routine per tile pitch); the
-    activation is applied before the store unless a copy of the output is kept; outputs match NumPy."""
+    """A depthwise forward on maps of at most 16 output pixels (and an input gradient from them) runs each
+    pixel's taps inside the map, listed at generation, with every offset a constant (one copy of the routine
+    per tile pitch); the activation is applied before the store unless a copy of the output is kept; outputs
+    match NumPy."""
     job = _job(pt, stage)
     code = job.program()[3].files["st0.c"]
-    assert "_maps(out, in, w" in code and "odl_dw_fw_batch(" not in code and "odl_dw3_fw_batch(" not in code
+    assert "_maps(out, in, w" in code and not re.search(r"odl_dw3?_(fw|ig)_batch\(", code)
     assert ("odl_act_tile(" not in code) == fused
     assert code.count("st0_map(yv, xv") == tiles
     row = job.run()

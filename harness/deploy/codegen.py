@@ -38,6 +38,7 @@ DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its ge
 MM_ROW_PARTS = 64           # a product's row tiles include its even cuts into up to this many (4096 x 125 x 26 in
                             # 16 tiles of 256 rows: the halving sizes 252 and 508 leave a short 17th or 9th tile)
 DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
+DW_MAP_IG_PIXELS = 64       # and input pixels, for an input gradient (a stride-2 layer's 8x8 -> 4x4)
 
 
 @lru_cache(maxsize=None)
@@ -919,8 +920,10 @@ class Gen:
         # map are listed here, and a channel pair's maps run straight through them
         dwmap = None
         if step == "fw" and not dw3 and ho * wo <= DW_MAP_PIXELS and tr == band_rows:
-            act_fused = a["act"] in ("relu", "relu6", "hswish") and not stash and not sx
+            act_fused = a["act"] in FUSED_ACTS and not stash and not sx
             dwmap = dw_map(h, w, ho, wo, k, st_, pad, a["act"] if act_fused else "", c, tc)
+        elif step == "ig" and ho * wo <= DW_MAP_PIXELS and h * w <= DW_MAP_IG_PIXELS and tr == band_rows:
+            dwmap = dw_map(h, w, ho, wo, k, st_, pad, "", c, tc, ig=True)
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
                          + (" (adds to the accumulators)" if accumulate else ""),
@@ -1188,28 +1191,45 @@ class Gen:
                    store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
 
 
-def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: int, tc: int) -> _NS:
-    """What a small map's depthwise forward runs straight through: for each output pixel (row-major) the
-    expression of its taps inside the map, in tap order from the bias (the arithmetic of the C rows, which
-    add the taps outside as exact zeros), with the activation when it is fused; the input pixels and
-    weights read at all; the word pitches of the channel tiles (all but maybe the last have `tc`
-    channels), so that every offset is a constant."""
+def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: int, tc: int, ig: bool = False) -> _NS:
+    """What a small map's depthwise forward (or input gradient) runs straight through: for each output pixel
+    (row-major) the expression of its taps inside the map, in the C paths' tap order from the bias or zero
+    (the forward's rows add the taps outside as exact zeros; the input gradient's lists go by kh, then kw),
+    with the activation when it is fused; the pixels read and the weights used; the pixels of a sample on
+    either side; the word pitches of the channel tiles (all but maybe the last have `tc` channels), so that
+    every offset is a constant."""
     pl, pt = pad[0], pad[2]
     outs, pixels, weights = [], set(), set()
-    for oh in range(ho):
-        for ow in range(wo):
-            expr = "bias"
-            for kh in range(k):
-                for kw in range(k):
-                    ih, iw = oh * s + kh - pt, ow * s + kw - pl
-                    if 0 <= ih < h and 0 <= iw < w:
-                        expr = f"pulp_vfmac_h({expr}, x{ih * w + iw}, w{kh * k + kw})"
-                        pixels.add(ih * w + iw)
-                        weights.add(kh * k + kw)
-            outs.append((oh * wo + ow, f"odl_act_pair({expr}, {ACT[act]})" if act else expr))
+
+    def tap(expr, q, t):
+        pixels.add(q)
+        weights.add(t)
+        return f"pulp_vfmac_h({expr}, x{q}, w{t})"
+
+    if ig:   # dx[ih][iw] = sum of dy[oh][ow] w[kh][kw] over ih = oh * s + kh - pt, iw = ow * s + kw - pl
+        for ih in range(h):
+            for iw in range(w):
+                expr = "bias"
+                for kh in range((ih + pt) % s, k, s):
+                    oh = (ih + pt - kh) // s
+                    for kw in range((iw + pl) % s, k, s):
+                        ow = (iw + pl - kw) // s
+                        if 0 <= oh < ho and 0 <= ow < wo:
+                            expr = tap(expr, oh * wo + ow, kh * k + kw)
+                outs.append((ih * w + iw, expr))
+    else:
+        for oh in range(ho):
+            for ow in range(wo):
+                expr = "bias"
+                for kh in range(k):
+                    for kw in range(k):
+                        ih, iw = oh * s + kh - pt, ow * s + kw - pl
+                        if 0 <= ih < h and 0 <= iw < w:
+                            expr = tap(expr, ih * w + iw, kh * k + kw)
+                outs.append((oh * wo + ow, f"odl_act_pair({expr}, {ACT[act]})" if act else expr))
     last = c - (-(-c // tc) - 1) * tc
-    return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), hw=h * w, howo=ho * wo, p2=cp(tc) // 2,
-               p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0)
+    return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), hw=ho * wo if ig else h * w,
+               howo=h * w if ig else ho * wo, p2=cp(tc) // 2, p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0)
 
 
 def _cands(total: int, step: int) -> list[int]:
