@@ -414,6 +414,22 @@ def test_forward_products_run_register_blocks_in_place(pt, stage, shapes, c_arg)
 
 
 @needs_clang
+@pytest.mark.parametrize("pt,stage", [
+    (runner.Point("mobilenetv2", "cifar10", 4, 0.7, "paper"), "B16.dw.wg"),       # 1x1: the centre tap alone
+    (runner.Point("phinet", "cifar10", 2, 0.7, "paper"), "B8.dw.wg"),             # 2x2 -> 1x1, stride 2
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "paper"), "B17.dw.wg"),        # 4x4, 16 terms a sample for the centre
+    (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.dw.wg")])   # channel tiles of two widths
+def test_small_depthwise_weight_gradient_lists_its_terms(pt, stage):
+    """A depthwise weight gradient over small maps runs each (tap, channel pair) item through the terms of a
+    sample listed at generation, FP16 partial sums of at most 8 terms folded into FP32; outputs match NumPy."""
+    job = _job(pt, stage)
+    code = job.program()[3].files["st0.c"]
+    assert "_wg_items(" in code and "odl_dw_wg_batch(" not in code
+    row = job.run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
 def test_wide_gate_in_sample_groups_matches_numpy():
     """PhiNet's last gate (393 channels) of 16 samples does not fit pulp-open's L1 at once: the scale's
     backward takes the samples in groups, each group's gate gradient leaving before the next."""

@@ -924,6 +924,8 @@ class Gen:
             dwmap = dw_map(h, w, ho, wo, k, st_, pad, a["act"] if act_fused else "", c, tc)
         elif step == "ig" and ho * wo <= DW_MAP_PIXELS and h * w <= DW_MAP_IG_PIXELS and tr == band_rows:
             dwmap = dw_map(h, w, ho, wo, k, st_, pad, "", c, tc, ig=True)
+        elif step == "wg" and ho * wo <= DW_MAP_PIXELS and h * w <= DW_MAP_IG_PIXELS and tr == band_rows:
+            dwmap = dw_wg_map(h, w, ho, wo, k, st_, pad, bias, c, tc)
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
                          + (" (adds to the accumulators)" if accumulate else ""),
@@ -1230,6 +1232,24 @@ def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: i
     last = c - (-(-c // tc) - 1) * tc
     return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), hw=ho * wo if ig else h * w,
                howo=h * w if ig else ho * wo, p2=cp(tc) // 2, p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0)
+
+
+def dw_wg_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, bias: bool, c: int, tc: int) -> _NS:
+    """What a small map's depthwise weight gradient runs straight through: for each tap (and the bias) the
+    terms of a sample in odl_dw_wg_batch's order (output rows, then columns), as (output pixel, input pixel
+    or None for the bias); FP16 partial sums of at most 8 terms folded into FP32 (every 8 terms of a sample
+    and at its end: the C path's groups run on across samples, these do not, with the same bound)."""
+    pl, pt = pad[0], pad[2]
+    taps = []
+    for kh in range(k):
+        for kw in range(k):
+            taps.append([(oh * wo + ow, (oh * s + kh - pt) * w + ow * s + kw - pl) for oh in range(ho) for ow in range(wo)
+                         if 0 <= oh * s + kh - pt < h and 0 <= ow * s + kw - pl < w])
+    if bias:
+        taps.append([(o, None) for o in range(ho * wo)])
+    last = c - (-(-c // tc) - 1) * tc
+    return _NS(taps=taps, hw=h * w, howo=ho * wo, p2=cp(tc) // 2, p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0,
+               bias=bias)
 
 
 def _cands(total: int, step: int) -> list[int]:
