@@ -37,6 +37,8 @@ WG1X_PARTS = 8              # and at most this many parts of its product, each w
 DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
 MM_ROW_PARTS = 64           # a product's row tiles include its even cuts into up to this many (4096 x 125 x 26 in
                             # 16 tiles of 256 rows: the halving sizes 252 and 508 leave a short 17th or 9th tile)
+MM_COL_PARTS = 16           # and its column tiles its even cuts into up to this many (1280 columns: 80, 160, ... besides
+                            # the halving sizes 1276, 636, 316, 156, 76, 36, 16)
 DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
 DW_MAP_IG_PIXELS = 64       # and input pixels, for an input gradient (a stride-2 layer's 8x8 -> 4x4)
 
@@ -368,7 +370,7 @@ class Gen:
         # the weight-stationary order leaves each output tile at once: not with a pool or external outputs
         nm_ok = not pool and not any(k in ext for k in puts)
         best = None
-        for tn in _cands(n, 4):
+        for tn in _balanced(n, 4, MM_COL_PARTS):
             if ce and tn != n:
                 continue
             for tm in _row_cands(m, rows_ps if pool else 0):
