@@ -349,6 +349,7 @@ def test_depthwise_3x3_forward_runs_the_generated_rows(pt, stage, fast, fused):
     (runner.Point("phinet", "cifar10", 2, 0.7, "paper"), "B8.dw.fw", False, 1),           # 2x2 -> 1x1, stash kept
     (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B12.dw.frozen", True, 1),  # 2x2, relu6
     (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B15.dw.frozen", True, 1),  # 1x1: the centre tap
+    (runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"), "B3.dw.frozen", True, 1),   # 8x8 with relu6: 740 insns
     (runner.Point("phinet", "cifar10", 1, 1.0, "pulp-open", "method"), "B7.dw.frozen", True, 2),  # a narrower last tile
     (runner.Point("phinet", "cifar10", 2, 0.7, "pulp-open"), "B8.dw.fw", False, 2),       # few pairs: sample groups
     (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B16.dw.fw", False, 2),

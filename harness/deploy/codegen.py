@@ -21,7 +21,7 @@ from harness.errors import UserError
 from harness.kernels import plan as kplan
 from harness.kernels import microkernel
 from harness.kernels.dwblock import DwFw
-from harness.kernels.mmblock import Block, block_asm, block_fits
+from harness.kernels.mmblock import ACT_OPS, Block, block_asm, block_fits
 from harness.kernels.mmplan import Side, Tile, free_blocks, kernels_asm, prototypes
 from harness.kernels.spec import cp
 from harness.platform import Platform
@@ -40,6 +40,8 @@ MM_ROW_PARTS = 64           # a product's row tiles include its even cuts into u
 MM_COL_PARTS = 16           # and its column tiles its even cuts into up to this many (1280 columns: 80, 160, ... besides
                             # the halving sizes 1276, 636, 316, 156, 76, 36, 16)
 DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
+DW_MAP_INSNS = 800          # a larger forward map's listed code (dw_map_insns): 8x8 with relu6 (740) ran 0.64-0.92
+                            # of the generated rows' cycles, with h-swish (932) 1.19-1.35
 DW_MAP_IG_PIXELS = 64       # and input pixels, for an input gradient (a stride-2 layer's 8x8 -> 4x4)
 
 
@@ -910,19 +912,24 @@ class Gen:
         # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers)
         # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS); the routine applies
         # the activation when no copy of the output before or after it is kept
+        # small maps, whole in each tile (the networks' last blocks: 4x4, 2x2, 1x1): almost every pixel is an
+        # edge pixel, which the C rows clamp and mask tap by tap; instead each output pixel's taps inside the
+        # map are listed, and a channel pair's maps run straight through them. Up to 8x8 maps too where the
+        # listed code stays small enough for the instruction caches (taps, loads, stores, activation)
+        fused_here = a["act"] in FUSED_ACTS and not stash and not sx
+        fw_map = (step == "fw" and tr == band_rows and h * w <= DW_MAP_IG_PIXELS
+                  and (ho * wo <= DW_MAP_PIXELS or dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"] if fused_here else "")
+                       <= DW_MAP_INSNS))
         dw3, act_fused = {}, False
-        if (step == "fw" and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
+        if (step == "fw" and not fw_map and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
                 and (h - 2) // st_ >= DW3_MIN_ROWS):
             act_fused = a["act"] in ("relu", "relu6", "hswish") and not stash and not sx
             rtn = DwFw(wd=w, wo=wo, stride=st_, act=a["act"] if act_fused else "")
             name = f"{fn}_{rtn.name}"
             dw3 = {name: _naked_bodies(re.sub(rf"\b{rtn.name}\b", name, "\n".join(rtn.asm())), {name})[name]}
-        # small maps, whole in each tile (the networks' last blocks: 4x4, 2x2, 1x1): almost every pixel is an
-        # edge pixel, which the C rows clamp and mask tap by tap; instead each output pixel's taps inside the
-        # map are listed here, and a channel pair's maps run straight through them
         dwmap = None
-        if step == "fw" and not dw3 and ho * wo <= DW_MAP_PIXELS and tr == band_rows:
-            act_fused = a["act"] in FUSED_ACTS and not stash and not sx
+        if fw_map:
+            act_fused = fused_here
             dwmap = dw_map(h, w, ho, wo, k, st_, pad, a["act"] if act_fused else "", c, tc)
         elif step == "ig" and ho * wo <= DW_MAP_PIXELS and h * w <= DW_MAP_IG_PIXELS and tr == band_rows:
             dwmap = dw_map(h, w, ho, wo, k, st_, pad, "", c, tc, ig=True)
@@ -1193,6 +1200,14 @@ class Gen:
                    slab=scratch_bytes(self.plat), slab_addr=f"(uint32_t)odl_arena + {self.plan.scratch}u",
                    sample_bytes=lat.sample_bytes, count=count, first=first, write=write,
                    store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
+
+
+def dw_map_insns(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str) -> int:
+    """Instructions of a forward map routine's loop over one sample (dw_map): its taps, loads, stores and
+    the activation's FP16 operations."""
+    m = dw_map(h, w, ho, wo, k, s, pad, act, 2, 2)
+    taps = sum(e.count("pulp_vfmac_h") for _, e in m.outs)
+    return taps + len(m.pixels) + len(m.outs) * (1 + ACT_OPS.get(act, 0))
 
 
 def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: int, tc: int, ig: bool = False) -> _NS:
