@@ -41,7 +41,8 @@ MM_COL_PARTS = 16           # and its column tiles its even cuts into up to this
                             # the halving sizes 1276, 636, 316, 156, 76, 36, 16)
 DW_MAP_PIXELS = 16          # output pixels of a depthwise map small enough to run straight through its taps
 DW_MAP_INSNS = 800          # a larger forward map's listed code (dw_map_insns): 8x8 with relu6 (740) ran 0.64-0.92
-                            # of the generated rows' cycles, with h-swish (932) 1.19-1.35
+                            # of the generated rows' cycles, with h-swish (932) 1.19-1.35, and without it (612,
+                            # then a pass of h-swish) 0.80-0.96
 DW_MAP_IG_PIXELS = 64       # and input pixels, for an input gradient (a stride-2 layer's 8x8 -> 4x4)
 
 
@@ -916,10 +917,13 @@ class Gen:
         # edge pixel, which the C rows clamp and mask tap by tap; instead each output pixel's taps inside the
         # map are listed, and a channel pair's maps run straight through them. Up to 8x8 maps too where the
         # listed code stays small enough for the instruction caches (taps, loads, stores, activation)
+        # (without the activation, then applied in a pass, when that alone keeps the code small enough)
         fused_here = a["act"] in FUSED_ACTS and not stash and not sx
-        fw_map = (step == "fw" and tr == band_rows and h * w <= DW_MAP_IG_PIXELS
-                  and (ho * wo <= DW_MAP_PIXELS or dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"] if fused_here else "")
-                       <= DW_MAP_INSNS))
+        fw_map = step == "fw" and tr == band_rows and h * w <= DW_MAP_IG_PIXELS
+        if fw_map and ho * wo > DW_MAP_PIXELS:
+            if fused_here and dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"]) > DW_MAP_INSNS:
+                fused_here = False
+            fw_map = dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"] if fused_here else "") <= DW_MAP_INSNS
         dw3, act_fused = {}, False
         if (step == "fw" and not fw_map and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
                 and (h - 2) // st_ >= DW3_MIN_ROWS):
