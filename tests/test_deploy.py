@@ -324,6 +324,8 @@ def test_small_l1_paths_match_numpy(stage):
 @pytest.mark.parametrize("pt,stage,fast,fused", [
     (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B1.dw.frozen", True, True),          # stride 1, hswish
     (runner.Point("phinet", "cifar10", 2, 1.0, "paper"), "B2.dw.frozen", True, True),          # stride 2, pooled for the SE
+    (runner.Point("phinet", "core50", 1, 1.0, "paper"), "B2.dw.frozen", True, True),           # 3 channel pairs: the pool
+                                                                                                # splits the rows too
     (runner.Point("phinet", "cifar10", 9, 1.0, "paper"), "B1.dw.fw", True, False),             # stash kept
     (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B1.dw.frozen", True, True),  # bands, relu6
     (runner.Point("mobilenetv2", "core50", 4, 0.7, "pulp-open"), "B2.dw.frozen", True, True),  # one channel pair

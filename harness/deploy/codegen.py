@@ -810,7 +810,7 @@ class Gen:
                 if keep and keep < c:
                     b += rin * pc * 2
                 if pool:
-                    b += 4 * ns * c + ns * cpc * 2
+                    b += 4 * ns * c + ns * cpc * 2 + 8 * self.cores * self.cores
             elif step == "ig":
                 b += 2 * rout * pc * 2 * (2 if "Sto" in t else 1) + 2 * kk * pc * 2
             else:
@@ -890,6 +890,7 @@ class Gen:
             if pool:
                 lay.add("pool", 4 * ns * c)
                 lay.add("poolh", ns * cpc * 2)
+                lay.add("poolpart", 8 * self.cores * self.cores)   # the pool's partial sums when the rows split too
         elif step == "ig":
             lay.add("out0", rout * pc * 2)
             lay.add("out1", rout * pc * 2)

@@ -230,13 +230,42 @@ void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols) {
 /* Per-sample channel sums for a fused average pool: rows m0.. of the tile belong to sample
  * (m0 + r) / rows_ps; acc[sample][col0 + c] += y[r][c] (FP32), channels split across the cores. */
 void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0,
-                                int rows_ps, int col0) {
+                                int rows_ps, int col0, float *part) {
   /* A core a run of channel pairs: each row's pair adds to two FP32 sums with vfdotpex against {1, 0} and
    * {0, 1} (the other lane's product is an exact zero: each sum is rounded as an FP32 addition). */
   const uint32_t one_lo = 0x3c00u, one_hi = 0x3c000000u;
-  int lo, hi, yp2 = yp / 2;
-  odl_chunk((cols + 1) / 2, &lo, &hi);
+  int lo, hi, yp2 = yp / 2, np = (cols + 1) / 2, nc = pi_cl_team_nb_cores(), id = pi_core_id();
   int first = m0 / rows_ps, r_in = m0 - first * rows_ps;   /* the tile starts r_in rows into sample `first` */
+  if (part && np < nc && r_in + rows <= rows_ps) {
+    /* Fewer channel pairs than cores (a narrow channel tile of a large map) and the rows of one sample: the
+     * rows split into g parts as well, g such that the np * g items share evenly round the cores, each
+     * item's two sums into `part` (2 np g floats in L1); then a core a pair adds its parts in order. */
+    int g = nc;
+    while (g > 1 && (np * (g / 2)) % nc == 0) g /= 2;
+    for (int it = id; it < np * g; it += nc) {
+      int c = it % np, k = it / np;
+      const uint32_t *v = (const uint32_t *)y + (k * rows / g) * yp2 + c;
+      uint32_t s0 = 0, s1 = 0;
+      for (int i = k * rows / g, e = (k + 1) * rows / g; i < e; i++, v += yp2) {
+        s0 = pulp_vfdotpex_s_h(s0, *v, one_lo);
+        s1 = pulp_vfdotpex_s_h(s1, *v, one_hi);
+      }
+      __builtin_memcpy(part + 2 * it, &s0, 4);
+      __builtin_memcpy(part + 2 * it + 1, &s1, 4);
+    }
+    pi_cl_team_barrier();
+    if (id < np) {
+      float t0 = 0.0f, t1 = 0.0f, *a = acc + first * acc_pitch + col0 + 2 * id;
+      for (int j = 0; j < g; j++) {
+        t0 += part[2 * (j * np + id)];
+        t1 += part[2 * (j * np + id) + 1];
+      }
+      a[0] += t0;
+      if (2 * id + 1 < cols) a[1] += t1;
+    }
+    return;
+  }
+  odl_chunk(np, &lo, &hi);
   for (int c = lo; c < hi; c++) {
     const uint32_t *v = (const uint32_t *)y + c;
     float *a = acc + first * acc_pitch + col0 + 2 * c;

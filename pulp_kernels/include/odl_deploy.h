@@ -155,7 +155,8 @@ static inline uint32_t odl_act_pair(uint32_t x, int act) {
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep);
 void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act);
 void odl_add_tile(f16 *y, int yp, const f16 *s, int sp, int rows, int cols);
-void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0, int rows_ps, int col0);
+void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int cols, int m0, int rows_ps, int col0,
+                  float *part);
 void odl_ce_rows(f16 *dz, int dzp, f16 *loss, const f16 *z, int zp, const int32_t *label, int rows, int n);
 void odl_narrow_acc(f16 *dst, int dp, const float *src, int sp, int rows, int n, int acc);
 /* a stage's generated 3x3 forward routine: (y, x at the input row above, w, bias pair, rows, pixel bytes) */
