@@ -476,8 +476,8 @@ class Gen:
         """The register blocks of a forward's product tiles (harness/kernels/mmblock.py): X's rows in blocks of
         5 (4s and at most two smaller ones to end, mmplan.free_blocks; 4s only when five rows lie too far
         apart for the registers), W's rows in blocks of 4 and a last one of 2, both read where the DMA left
-        them. The cores split each tile's blocks at run time (odl_mm_blocks): no tables in L2 or L1, which
-        a whole step of forty products could not spare. An odd column count reads one more row of W and one
+        them. The cores split each tile's blocks at run time (the stage's `_mm` in mm.c.j2): no tables in L2
+        or L1, which a whole step of forty products could not spare. An odd column count reads one more row of W and one
         more bias, both zero: the pad lane, as before."""
         fits5 = block_fits(5, 4, a_pitch, b_pitch)
         shapes, heights = [], set()
@@ -911,24 +911,24 @@ class Gen:
             for s_ in ("Old", "DbOld"):
                 t.pop(s_, None)
         pad = a["pad"]
-        # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers)
-        # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS); the routine applies
-        # the activation when no copy of the output before or after it is kept
         # small maps, whole in each tile (the networks' last blocks: 4x4, 2x2, 1x1): almost every pixel is an
         # edge pixel, which the C rows clamp and mask tap by tap; instead each output pixel's taps inside the
         # map are listed, and a channel pair's maps run straight through them. Up to 8x8 maps too where the
-        # listed code stays small enough for the instruction caches (taps, loads, stores, activation)
-        # (without the activation, then applied in a pass, when that alone keeps the code small enough)
+        # listed code stays small enough for the instruction caches (taps, loads, stores, activation), if
+        # need be without the activation, then applied in a pass
         fused_here = a["act"] in FUSED_ACTS and not stash and not sx
         fw_map = step == "fw" and tr == band_rows and h * w <= DW_MAP_IG_PIXELS
         if fw_map and ho * wo > DW_MAP_PIXELS:
             if fused_here and dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"]) > DW_MAP_INSNS:
                 fused_here = False
             fw_map = dw_map_insns(h, w, ho, wo, k, st_, pad, a["act"] if fused_here else "") <= DW_MAP_INSNS
+        # 3x3 with padding 1: the interior rows run a generated routine (the window slides in registers)
+        # where a map has enough of them to pay for the routine's calls (DW3_MIN_ROWS); the routine applies
+        # the activation when no copy of the output before or after it is kept
         dw3, act_fused = {}, False
         if (step == "fw" and not fw_map and k == 3 and st_ in (1, 2) and tuple(pad) == (1, 1, 1, 1) and w >= 3
                 and (h - 2) // st_ >= DW3_MIN_ROWS):
-            act_fused = a["act"] in ("relu", "relu6", "hswish") and not stash and not sx
+            act_fused = fused_here
             rtn = DwFw(wd=w, wo=wo, stride=st_, act=a["act"] if act_fused else "")
             name = f"{fn}_{rtn.name}"
             dw3 = {name: _naked_bodies(re.sub(rf"\b{rtn.name}\b", name, "\n".join(rtn.asm())), {name})[name]}
@@ -1219,9 +1219,9 @@ def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: i
     """What a small map's depthwise forward (or input gradient) runs straight through: for each output pixel
     (row-major) the expression of its taps inside the map, in the C paths' tap order from the bias or zero
     (the forward's rows add the taps outside as exact zeros; the input gradient's lists go by kh, then kw),
-    with the activation when it is fused; the pixels read and the weights used; the pixels of a sample on
-    either side; the word pitches of the channel tiles (all but maybe the last have `tc` channels), so that
-    every offset is a constant."""
+    with the activation when it is fused; the pixels read and the weights used; a sample's pixels on the
+    read side and on the written side (the steps from one sample to the next); the word pitches of the
+    channel tiles (all but maybe the last have `tc` channels), so that every offset is a constant."""
     pl, pt = pad[0], pad[2]
     outs, pixels, weights = [], set(), set()
 
