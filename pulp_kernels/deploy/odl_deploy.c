@@ -157,15 +157,22 @@ static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi
 
 /* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
  * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
+/* The first `keep` halves of a row into dst and a zero after an odd count, a word at a time (both rows start
+ * on a word: their pitches are even). */
+static inline void odl_keep_row(f16 *dst, const f16 *src, int keep) {
+  uint32_t *d = (uint32_t *)dst;
+  const uint32_t *s = (const uint32_t *)src;
+  int n = keep / 2;
+  for (int i = 0; i < n; i++) d[i] = s[i];
+  if (keep & 1) d[n] = s[n] & 0xffffu;
+}
+
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep) {
   int lo, hi;
   odl_rows(rows, &lo, &hi);
   for (int r = lo; r < hi; r++) {
     f16 *row = y + r * p;
-    if (pre) {
-      for (int c = 0; c < keep; c++) pre[r * pp + c] = row[c];
-      if (keep & 1) pre[r * pp + keep] = 0;
-    }
+    if (pre) odl_keep_row(pre + r * pp, row, keep);
     if (act == ODL_ACT_RELU6) {
       uint32_t *v = (uint32_t *)row;
       for (int c = 0; c < (cols + 1) / 2; c++) v[c] = odl_act_pair(v[c], ODL_ACT_RELU6);
@@ -184,10 +191,7 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
         for (int c = 0; c < cols; c++) row[c] = odl_f2h(odl_act_f(act, odl_h2f(row[c])));
       if (cols & 1) row[cols] = 0;
     }
-    if (post) {
-      for (int c = 0; c < keep; c++) post[r * pp + c] = row[c];
-      if (keep & 1) post[r * pp + keep] = 0;
-    }
+    if (post) odl_keep_row(post + r * pp, row, keep);
   }
 }
 
