@@ -157,6 +157,16 @@ static inline void odl_rows(int rows, int *lo, int *hi) { odl_chunk(rows, lo, hi
 
 /* In place on a tile of `rows` x `cols` (pitch p): y = act(y); pre-activation stash of the first
  * `keep` columns into `pre` (pitch pp) before it, post-activation stash into `post` after it. */
+/* The first `keep` halves of a row into dst and a zero after an odd count, a word at a time (both rows start
+ * on a word: their pitches are even). */
+static inline void odl_keep_row(f16 *dst, const f16 *src, int keep) {
+  uint32_t *d = (uint32_t *)dst;
+  const uint32_t *s = (const uint32_t *)src;
+  int n = keep / 2;
+  for (int i = 0; i < n; i++) d[i] = s[i];
+  if (keep & 1) d[n] = s[n] & 0xffffu;
+}
+
 void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, f16 *post, int keep) {
   int lo, hi;
   odl_rows(rows, &lo, &hi);

@@ -394,19 +394,15 @@ static inline void odl_widen(float *dst, const f16 *src, int n) {
 
 /* Copy the first `keep` channels of each of `pixels` rows (pitch `sp` halves) to rows of pitch `dp`,
  * zeroing the pad channel when `keep` is odd: the stored activations of the forward pass. */
-/* The first `keep` halves of a row into dst and a zero after an odd count, a word at a time (both rows
- * start on a word: their pitches are even). */
-static inline void odl_keep_row(f16 *dst, const f16 *src, int keep) {
-  uint32_t *d = (uint32_t *)dst;
-  const uint32_t *s = (const uint32_t *)src;
-  for (int c = 0; c < keep / 2; c++) d[c] = s[c];
-  if (keep & 1) d[keep / 2] = s[keep / 2] & 0xffffu;
-}
-
 static inline void odl_keep_channels(f16 *dst, const f16 *src, int pixels, int sp, int keep, int dp) {
   int lo, hi;
   odl_chunk(pixels, &lo, &hi);
-  for (int p = lo; p < hi; p++) odl_keep_row(dst + p * dp, src + p * sp, keep);
+  for (int p = lo; p < hi; p++) {
+    const uint32_t *s = (const uint32_t *)(src + p * sp);
+    uint32_t *d = (uint32_t *)(dst + p * dp);
+    for (int c = 0; c < keep / 2; c++) d[c] = s[c];
+    if (keep & 1) d[keep / 2] = s[keep / 2] & 0xffffu;
+  }
 }
 
 /* SGD on a block: w[r][c] -= lr * g[r][c] for r < rows, c < cols (pairs of FP16, vfmac with -lr).
