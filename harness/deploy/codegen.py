@@ -1207,12 +1207,18 @@ class Gen:
                    store_addr=f"{store.offset if store else rh.offset + rh.nbytes}u")
 
 
+def _tile_pitches(c: int, tc: int) -> dict:
+    """The word pitches of c channels in tiles of tc: p2 of a whole tile, p2_last of a narrower last one (0 when
+    every tile has p2), so that generated code can take both as constants."""
+    last = c - (-(-c // tc) - 1) * tc
+    return {"p2": cp(tc) // 2, "p2_last": cp(last) // 2 if cp(last) != cp(tc) else 0}
+
+
 def dw_map_insns(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str) -> int:
     """Instructions of a forward map routine's loop over one sample (dw_map): its taps, loads, stores and
     the activation's FP16 operations."""
     m = dw_map(h, w, ho, wo, k, s, pad, act, 2, 2)
-    taps = sum(e.count("pulp_vfmac_h") for _, e in m.outs)
-    return taps + len(m.pixels) + len(m.outs) * (1 + ACT_OPS.get(act, 0))
+    return m.taps + len(m.pixels) + len(m.outs) * (1 + ACT_OPS.get(act, 0))
 
 
 def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: int, tc: int, ig: bool = False) -> _NS:
@@ -1223,11 +1229,12 @@ def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: i
     read side and on the written side (the steps from one sample to the next); the word pitches of the
     channel tiles (all but maybe the last have `tc` channels), so that every offset is a constant."""
     pl, pt = pad[0], pad[2]
-    outs, pixels, weights = [], set(), set()
+    outs, pixels, weights, taps = [], set(), set(), []
 
     def tap(expr, q, t):
         pixels.add(q)
         weights.add(t)
+        taps.append(q)
         return f"pulp_vfmac_h({expr}, x{q}, w{t})"
 
     if ig:   # dx[ih][iw] = sum of dy[oh][ow] w[kh][kw] over ih = oh * s + kh - pt, iw = ow * s + kw - pl
@@ -1251,9 +1258,8 @@ def dw_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, act: str, c: i
                         if 0 <= ih < h and 0 <= iw < w:
                             expr = tap(expr, ih * w + iw, kh * k + kw)
                 outs.append((oh * wo + ow, f"odl_act_pair({expr}, {ACT[act]})" if act else expr))
-    last = c - (-(-c // tc) - 1) * tc
-    return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), hw=ho * wo if ig else h * w,
-               howo=h * w if ig else ho * wo, p2=cp(tc) // 2, p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0)
+    return _NS(outs=outs, pixels=sorted(pixels), weights=sorted(weights), taps=len(taps), hw=ho * wo if ig else h * w,
+               howo=h * w if ig else ho * wo, **_tile_pitches(c, tc))
 
 
 def dw_wg_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, bias: bool, c: int, tc: int) -> _NS:
@@ -1269,9 +1275,7 @@ def dw_wg_map(h: int, w: int, ho: int, wo: int, k: int, s: int, pad, bias: bool,
                          if 0 <= oh * s + kh - pt < h and 0 <= ow * s + kw - pl < w])
     if bias:
         taps.append([(o, None) for o in range(ho * wo)])
-    last = c - (-(-c // tc) - 1) * tc
-    return _NS(taps=taps, hw=h * w, howo=ho * wo, p2=cp(tc) // 2, p2_last=cp(last) // 2 if cp(last) != cp(tc) else 0,
-               bias=bias)
+    return _NS(taps=taps, hw=h * w, howo=ho * wo, bias=bias, **_tile_pitches(c, tc))
 
 
 def _cands(total: int, step: int) -> list[int]:

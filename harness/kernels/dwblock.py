@@ -19,21 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from harness.isa import asm
+from harness.kernels import microkernel
 from harness.kernels.mmblock import IMM_MAX, IMM_MIN, SAVED, _add
 
 ONE_LO, ONE_HI = 0x3c00, 0x3c000000
-
-
-def _pair(v: float) -> int:
-    """An FP16 value in both lanes of a word, rounded as the runtime's odl_pair rounds a float."""
-    h = int(np.float32(v).astype(np.float16).view(np.uint16))
-    return h | h << 16
-
-
-ACT_PAIRS = {"three": _pair(3.0), "six": _pair(6.0), "sixth": _pair(1.0 / 6.0)}
 
 
 LOCAL = 4 * len(SAVED)   # the frame's offset of a routine's own word (after the saved registers)
@@ -101,21 +91,10 @@ class DwFw:
         # An activation needs four more registers: the bias moves to the frame (loaded into the
         # accumulator before the window's loads), the loop count to a window register that is loaded only
         # inside the loop, and a2, a3, a4 (nrows, read by the loop's setup only) and tp hold the rest.
-        tmp, k3, k6, k16 = "a4", "a3", "a2", "tp"
+        tmp, consts = "a4", {"three": "a3", "six": "a2", "sixth": "tp"}
         if self.act:
             cnt = G[0][0]
-            consts = {"relu": (), "relu6": ((k6, "six"),), "hswish": ((k3, "three"), (k6, "six"), (k16, "sixth"))}
-            pro += [f"sw {bias}, {LOCAL}(sp)"] + [i for reg, v in consts[self.act] for i in _li(reg, ACT_PAIRS[v])]
-
-        def act() -> list:
-            if self.act == "relu":
-                return [asm.line("vfmax_h", rd=acc, rs1=acc, rs2="zero")]
-            if self.act == "relu6":
-                return [asm.line("vfmax_h", rd=acc, rs1=acc, rs2="zero"), asm.line("vfmin_h", rd=acc, rs1=acc, rs2=k6)]
-            # hswish as odl_act_tile computes it: x * (min(max(x + 3, 0), 6) * 1/6)
-            return [asm.line("vfadd_h", rd=tmp, rs1=acc, rs2=k3), asm.line("vfmax_h", rd=tmp, rs1=tmp, rs2="zero"),
-                    asm.line("vfmin_h", rd=tmp, rs1=tmp, rs2=k6), asm.line("vfmul_h", rd=tmp, rs1=tmp, rs2=k16),
-                    asm.line("vfmul_h", rd=acc, rs1=acc, rs2=tmp)]
+            pro += [f"sw {bias}, {LOCAL}(sp)"] + microkernel.act_consts(self.act, consts)
 
         def out(left, mid, right, loads=()):
             """One output from window columns (each a [row a, row b, row c] register list or None for zero),
@@ -128,8 +107,8 @@ class DwFw:
                 for kw, col in enumerate((left, mid, right)):
                     if col is not None:
                         seq.append(_vfmac(acc, col[r], W[3 * r + kw]))
-            if self.act:
-                seq += act()
+            if self.act:   # as odl_act_pair computes it
+                seq += microkernel.act_ops(self.act, [acc], consts, [tmp])
             seq.append(asm.line("p_sw_postinc_reg", rs2=acc, rs1=py, rs3_s=pp))
             return seq
 

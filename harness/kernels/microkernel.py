@@ -96,32 +96,48 @@ def _pair(v: float) -> int:
     return h | h << 16
 
 
+ACT_PAIRS = {"six": _pair(6.0), "three": _pair(3.0), "sixth": _pair(1.0 / 6.0)}
+ACT_CONSTS = {"relu": (), "relu6": ("six",), "hswish": ("six", "three", "sixth")}   # the pairs each one reads
+
+
 def _li(reg: str, v: int) -> list:
     """reg = v as two instructions (lui, addi): the lines of a hardware loop are counted one each."""
     hi = (v + 0x800) >> 12
-    return [f"    lui {reg}, {hi & 0xfffff}", f"    addi {reg}, {reg}, {v - (hi << 12)}"]
+    return [f"lui {reg}, {hi & 0xfffff}", f"addi {reg}, {reg}, {v - (hi << 12)}"]
 
 
-def act_words(act: str, words: list, consts: list, tmp: list) -> list:
-    """Lines applying `act` to the FP16 pairs in `words` (zero: x0, a pair of +0.0), one operation across
-    all the words before the next, so that no operation waits on the one before it."""
+def act_consts(act: str, regs: dict) -> list:
+    """Lines loading the constants `act` reads into regs ("six", "three", "sixth" -> register)."""
     if act not in ACTS:
         raise ValueError(f"no fused activation {act!r}")
-    six, three, sixth = consts
+    return [line for k in ACT_CONSTS[act] for line in _li(regs[k], ACT_PAIRS[k])]
+
+
+def act_ops(act: str, words: list, regs: dict, tmp: list) -> list:
+    """Lines applying `act` to the FP16 pairs in `words` (zero: x0, a pair of +0.0; the constants in regs, as
+    act_consts loads them), one operation across all the words before the next, so that no operation waits
+    on the one before it."""
+    if act not in ACTS:
+        raise ValueError(f"no fused activation {act!r}")
 
     def each(op, dst, a, b):
-        return ["    " + asm.line(op, rd=d, rs1=x, rs2=y) for d, x, y in zip(dst, a, b)]
+        return [asm.line(op, rd=d, rs1=x, rs2=y) for d, x, y in zip(dst, a, b)]
 
     n = len(words)
     if act == "relu":
         return each("vfmax_h", words, words, ["zero"] * n)
-    out = _li(six, _pair(6.0))
+    six = regs["six"]
     if act == "relu6":
-        return out + each("vfmax_h", words, words, ["zero"] * n) + each("vfmin_h", words, words, [six] * n)
-    out += _li(three, _pair(3.0)) + _li(sixth, _pair(1.0 / 6.0))
-    t = tmp[:n]
-    return (out + each("vfadd_h", t, words, [three] * n) + each("vfmax_h", t, t, ["zero"] * n)   # x * (min(max(x + 3, 0), 6) * 1/6)
+        return each("vfmax_h", words, words, ["zero"] * n) + each("vfmin_h", words, words, [six] * n)
+    three, sixth, t = regs["three"], regs["sixth"], tmp[:n]
+    return (each("vfadd_h", t, words, [three] * n) + each("vfmax_h", t, t, ["zero"] * n)   # x * (min(max(x + 3, 0), 6) * 1/6)
             + each("vfmin_h", t, t, [six] * n) + each("vfmul_h", t, t, [sixth] * n) + each("vfmul_h", words, words, t))
+
+
+def act_words(act: str, words: list, consts: list, tmp: list) -> list:
+    """act_consts then act_ops, the constants in consts (six, three, sixth)."""
+    regs = dict(zip(("six", "three", "sixth"), consts))
+    return act_consts(act, regs) + act_ops(act, words, regs, tmp)
 
 
 def run_name(bias: bool, act: str = "") -> str:
@@ -165,7 +181,7 @@ def mm4x4_run(bias: bool, act: str = "") -> list:
         i, half = divmod(w, 2)
         out.append("    " + asm.line("vfcpka_h_s", rd=words[w], rs1=ACC[4 * i + 2 * half], rs2=ACC[4 * i + 2 * half + 1]))
     if act:   # the accumulators are free again: constants and temporaries
-        out += act_words(act, words, ACC[:3], ACC[3:11])
+        out += ["    " + line for line in act_words(act, words, ACC[:3], ACC[3:11])]
     out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t3, a3, 8", f"    sw t3, {C}(sp)"]
     for i in range(4):
         out += [f"    sw {words[2 * i]}, 0(a3)", f"    sw {words[2 * i + 1]}, 4(a3)"]

@@ -268,7 +268,7 @@ def block_asm(b: Block) -> list[str]:
     if b.act:   # the accumulators that were paired into words and the operand registers are free again
         regs = [r for _, _, r, _ in words]
         dead = [a for row in acc for a in row if a not in regs]
-        body += [x.strip() for x in microkernel.act_words(b.act, regs, (ar + br)[:3], dead)]
+        body += microkernel.act_words(b.act, regs, (ar + br)[:3], dead)
     creg = "a2"
     if "a2" in spilled:
         creg = ar[0]
