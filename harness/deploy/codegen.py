@@ -32,6 +32,10 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 FUSED_ACTS = microkernel.ACTS   # the activations the product routines apply before their stores
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+# A weight gradient split over pixel tiles adds each 4x4 block to FP32 accumulators in L1 (odl_lib_matmul_acc) at
+# about this many cycles a block beyond its products (MobileNetV2 CORe50's B17.project.wg, 192 x 576 over 256
+# pixels: 761 cycles a block of 15 K-pairs, 488 of 5, where the products and the blocks' own work are 390 and 150)
+WG_SPLIT_BLOCK_CYCLES = 350
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
@@ -611,7 +615,7 @@ class Gen:
             for tk in _cands(p, 2):
                 k2 = (tk + 1) // 2
                 kt = -(-p // tk)
-                per_block = 30 + 24 * k2
+                per_block = 30 + 24 * k2 + (WG_SPLIT_BLOCK_CYCLES if kt > 1 else 0)
                 forks_k = kt * 2 + (2 if kt > 1 else 0)
                 for tn, cpn, r4n, nt, bn in tns:
                     mem_n = tk * cpn * 2 + r4n * k2 * 4 + fixed
