@@ -116,6 +116,35 @@ def test_per_chunk_tensors_reuse_bytes_across_chunks():
     assert step.tensors["xs:B8.expand"].nbytes(step) * 2 == whole.tensors["xs:B8.expand"].nbytes(whole)
 
 
+@pytest.mark.parametrize("n_t", [16, 8])
+def test_each_update_follows_its_layers_backward_in_the_last_chunk(n_t):
+    """A layer's SGD runs once its last chunk's backward no longer reads its weights: right after the
+    layer's last backward stage, so that its weight gradient (one tail chunk) lives from its weight
+    gradient to its update only. The whole-step program runs them in the same place."""
+    step = _step("mobilenetv2", "cifar10", 4, n_t=n_t)
+    seq = [(st.name, c) for st, c in step.sequence()]
+    last = step.chunks_t - 1
+    updates = [i for i, (name, _) in enumerate(seq) if name.endswith(".update")]
+    assert len(updates) == len(step.cut.trainable_layers)
+    for i in updates:
+        st = step.stage(seq[i][0])
+        mine = [j for j, (name, c) in enumerate(seq) if c == last and step.stage(name).layer is st.layer
+                and step.stage(name).phase == "bw"]
+        assert mine and i == mine[-1] + 1, seq[i]
+        # nothing after the update reads the weights it changed
+        w = st.ins["w"]
+        assert not [n for n, _ in seq[i + 1:] if w in step.stage(n).ins.values()], st.name
+    assert seq.index(("classifier.update", 0)) < seq.index(("head.conv.wg", last))
+    life = memplan.lifetimes(step)
+    if step.chunks_t == 1:
+        dw = life["dw:head.conv"]
+        assert seq[dw[-1][1]] == ("head.conv.update", 0) and dw[0][1] - dw[0][0] <= 4
+    plat = platmod.load("paper")
+    main = progmod.step_program(Gen(memplan.plan_step(step, plat), plat), step).files["main.c"]
+    loop = main[main.index("for (int c = 0;"):]
+    assert loop.count(f"if (c == {last}) {{ odl_timed(") == len(updates)
+
+
 def test_method_placement_and_spill_order():
     plat = platmod.load("paper")
     step = _step("mobilenetv2", "cifar10", 4)

@@ -129,6 +129,23 @@ class Step:
     def frozen_stages(self) -> list[Stage]:
         return [s for s in self.stages if s.phase == "frozen"]
 
+    def backward(self, last: bool) -> list[Stage]:
+        """The backward stages of a chunk in program order; in the batch's last chunk each trained
+        layer's update follows its last backward stage (nothing after it reads the layer's weights, and
+        its weight gradient then lives from its weight gradient to its update only, not to the end of the
+        step: short enough to stay in L2 where the whole backward's would not)."""
+        bw = [s for s in self.stages if s.phase == "bw"]
+        if not last:
+            return bw
+        updates = {s.layer.name: s for s in self.stages if s.phase == "update"}
+        last_of = {s.layer.name: i for i, s in enumerate(bw) if s.layer is not None and s.layer.name in updates}
+        out = []
+        for i, s in enumerate(bw):
+            out.append(s)
+            if s.layer is not None and last_of.get(s.layer.name) == i:
+                out.append(updates.pop(s.layer.name))
+        return out + list(updates.values())
+
     def sequence(self) -> list[tuple[Stage, int]]:
         """(stage, chunk) in execution order for one epoch-1 training step."""
         seq = []
@@ -136,11 +153,12 @@ class Step:
             seq += [(s, c) for s in self.stages if s.phase == "frozen"]
         seq += [(s, 0) for s in self.stages if s.phase == "latents"]
         # each chunk of the batch goes forward and straight back (its weight gradients add to the
-        # accumulators), so what the backward needs is kept for one chunk, not for the whole batch
+        # accumulators), so what the backward needs is kept for one chunk, not for the whole batch; the
+        # updates run in the last chunk's backward
         for c in range(self.chunks_t):
             seq += [(s, c) for s in self.stages if s.phase == "fw" and (s.repeat != "once" or c == 0)]
-            seq += [(s, c) for s in self.stages if s.phase == "bw" and (s.repeat != "once" or c == 0)]
-        seq += [(s, 0) for s in self.stages if s.phase == "update"]
+            seq += [(s, c if s.phase == "bw" else 0) for s in self.backward(c == self.chunks_t - 1)
+                    if s.repeat != "once" or c == 0 or s.phase == "update"]
         return seq
 
     def stage(self, name: str) -> Stage:

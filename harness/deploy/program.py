@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from harness.deploy.codegen import Gen, StageCode
 from harness.deploy.graph import Stage, Step
+from harness.errors import UserError
 
 # Each stage is a translation unit of its own, so that the compiler treats it the same whether it is
 # alone in a program or one of a whole step's: the cycles a stage takes on its own are its cycles in
@@ -83,11 +84,27 @@ int main(void) {{
   pi_cluster_send_task_to_cl(&cl, pi_cluster_task(&task, odl_cluster, 0));
   uint32_t t1 = pulp_mcycle();
   printf("ODL cycles %u\\n", t1 - t0);
-  for (int i = 0; i < {n}; i++)
+{keep_print}  for (int i = 0; i < {n}; i++)
     printf("ODLST %d %u %u %u %u %u\\n", i, odl_stats[i].cycles, odl_stats[i].compute, odl_stats[i].dma, odl_stats[i].ext,
            odl_stats[i].runs);
   return 0;
 }}
+"""
+
+# A whole step's check (harness.deploy.runner.run_step) sets odl_keep_on before the program starts:
+# after each update its gradient's copy goes to HyperRAM past the plan's tensors, since the L2 it lay in
+# serves later stages. The copies lie between the timed stages and their cycles are printed apart.
+KEEP = """extern char __l2_heap_start[];
+volatile uint32_t odl_keep_on __attribute__((section(".data")));   /* not .bss: the start-up code zeroes that */
+static uint32_t odl_keep_cycles;
+static void odl_keep(uint32_t l2_off, uint32_t ram, uint32_t bytes) {
+  if (!odl_keep_on) return;
+  uint32_t c0 = pulp_mcycle();
+  pi_ram_write(&odl_ram_dev, ram, (uint8_t *)__l2_heap_start + l2_off, bytes);
+  odl_keep_cycles += pulp_mcycle() - c0;
+}
+"""
+KEEP_PRINT = """  if (odl_keep_on) printf("ODLKEEP %u\\n", odl_keep_cycles);
 """
 
 
@@ -104,13 +121,16 @@ class Program:
         return "\n".join(f"// {name}\n{text}" for name, text in sorted(self.files.items()))
 
 
-def _assemble(title: str, codes: list[StageCode], body: list[str], align: int, head_title: str | None = None) -> Program:
+def _assemble(title: str, codes: list[StageCode], body: list[str], align: int, head_title: str | None = None,
+              keep: bool = False) -> Program:
     protos = "\n".join(f"void {sc.fn}(int chunk);" for sc in codes)
     out = [HEAD.format(title=head_title or title, n=len(codes), protos=protos)]
+    if keep:
+        out.append(KEEP)
     out.append("static void odl_cluster(void *arg) {\n  (void)arg;")
     out += body
     out.append("}")
-    out.append(MAIN.format(n=len(codes)))
+    out.append(MAIN.format(n=len(codes), keep_print=KEEP_PRINT if keep else ""))
     files = {"main.c": "\n".join(out)}
     for sc in codes:
         files[f"{sc.fn}.c"] = STAGE_HEAD + STAGE_ALIGN.format(fn=sc.fn, align=align) \
@@ -143,11 +163,37 @@ def variants(step: Step, stage: Stage) -> list[str]:
     return [""]
 
 
+def kept_gradients(plan) -> dict[str, tuple[int, int, int]]:
+    """Tensor -> (L2 offset, HyperRAM address, bytes) of the gradients the whole step's check copies as
+    their updates end (odl_keep): those in L2, whose bytes later stages may reuse (an external tensor
+    keeps its own). The copies lie past the plan's HyperRAM tensors."""
+    step = plan.step
+    at = -(-plan.external_bytes.get("hyperram", 0) // 64) * 64
+    out = {}
+    for st in step.stages:
+        if st.phase != "update":
+            continue
+        for slot in ("dw", "db"):
+            n = st.ins.get(slot)
+            if n is None or plan.home(n).memory != "l2":
+                continue
+            t = step.tensors[n]
+            nbytes = t.rows * t.pitch * 2
+            out[n] = (plan.home(n).offset, at, nbytes)
+            at += -(-nbytes // 64) * 64
+    size = plan.platform.memory("hyperram").size
+    if at > size:
+        raise UserError(f"the whole step's check copies its gradients past the plan's HyperRAM tensors: {at} bytes, "
+                        f"more than the {size} the platform has; check a smaller point")
+    return out
+
+
 def step_program(gen: Gen, step: Step) -> Program:
     """The whole epoch-1 training step: frozen chunks, latents, tail forward and backward by chunks,
-    update. Each (stage, variant) is one function and one ODLST line."""
+    the updates within the last chunk's backward. Each (stage, variant) is one function and one ODLST line."""
     codes: list[StageCode] = []
     index: dict[tuple[str, str], int] = {}
+    kept = kept_gradients(gen.plan)
     for st in step.stages:
         for v in variants(step, st):
             index[(st.name, v)] = len(codes)
@@ -155,7 +201,12 @@ def step_program(gen: Gen, step: Step) -> Program:
 
     def calls(phase, chunk_var):
         lines = []
-        for st in step.stages:
+        for st in (step.backward(True) if phase == "bw" else step.stages):
+            if st.phase == "update" and phase == "bw":   # with the batch's last chunk
+                i = index[(st.name, "")]
+                keep = "".join(f" odl_keep({o}u, {r}u, {nb}u);" for n, (o, r, nb) in kept.items() if n in st.ins.values())
+                lines.append(f"    if ({chunk_var} == {step.chunks_t - 1}) {{ odl_timed({i}, st{i}, 0);{keep} }}")
+                continue
             if st.phase != phase:
                 continue
             if "acc" in variants(step, st):
@@ -180,18 +231,20 @@ def step_program(gen: Gen, step: Step) -> Program:
     body += calls("fw", "c")
     body += calls("bw", "c")
     body.append("  }")
-    body += [ln.replace("    ", "  ", 1) for ln in calls("update", "0")]
     return _assemble(f"training step of {step.cut.network.name} {step.cut.label} p {step.p:g}", codes, body,
-                     code_alignment(gen.plat))
+                     code_alignment(gen.plat), keep=bool(kept))
 
 
 def parse(stdout: str) -> tuple[int, list[dict]]:
-    total, stats = None, []
+    """The program's total cycles (less those of the check's gradient copies) and its stages' lines."""
+    total, stats, kept = None, [], 0
     for ln in stdout.splitlines():
         parts = ln.split()
         if parts[:2] == ["ODL", "cycles"]:
             total = int(parts[2])
+        elif parts and parts[0] == "ODLKEEP":
+            kept = int(parts[1])
         elif parts and parts[0] == "ODLST":
             i, cyc, comp, dma, ext, runs = map(int, parts[1:7])
             stats.append({"index": i, "cycles": cyc, "compute": comp, "dma_wait": dma, "ext_wait": ext, "runs": runs})
-    return total, stats
+    return (total - kept if total is not None else None), stats

@@ -457,9 +457,10 @@ def _check_external(plan: MemoryPlan, nbytes: dict, what: str) -> None:
 
 
 def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
-            what: str, timeline=None) -> tuple[dict, dict]:
+            what: str, timeline=None, kept: dict | None = None) -> tuple[dict, dict]:
     """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes}). With a
-    `timeline` request the run is recorded (result["timeline"])."""
+    `timeline` request the run is recorded (result["timeline"]). `kept` (program.kept_gradients): the
+    program copies those outputs as their updates end, and they are read from the copies."""
     step = plan.step
     plat = plan.platform
     images = {n: image(step, n, env.a[n]) for n in inputs}
@@ -478,8 +479,10 @@ def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[
         reads = {}
         for n in outputs:
             nbytes = sizes[n]
-            w = _where(elf, plan, n)
+            w = ("hyperram", kept[n][1]) if kept and n in kept else _where(elf, plan, n)
             reads[n] = (w[0], w[1], nbytes) if isinstance(w, tuple) else (w, nbytes)
+        if kept:
+            pre.append((elf.symbols["odl_keep_on"], (1).to_bytes(4, "little")))
         res = embedded.run(elf_path, plat, read=reads, preload=pre, timeline=timeline)
     if res["status"] != "exit" or res["exit_code"] != 0:
         f = res.get("fault") or {}
@@ -576,7 +579,9 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
     env = random_env(step, inputs, rng, given)
     finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
               (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
-    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step", timeline)
+    # a gradient in L2 lives to its update only (later stages reuse its bytes): the program copies it then
+    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step", timeline,
+                       kept=progmod.kept_gradients(plan))
     ref.run_step(env)
     checks = {}
     ok = True
