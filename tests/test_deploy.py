@@ -541,3 +541,19 @@ def test_stage_code_meets_the_same_cache_sets_alone_and_in_the_step(tmp_path):
     assert all(syms["whole"][f] % align == 0 for f in stage_fns) and syms["alone"]["st0"] % align == 0
     for lib_fn in ("odl_mm4x4_run", "odl_packk2", "odl_dw_wg_batch", "odl_get", "odl_put"):
         assert syms["whole"][lib_fn] == syms["alone"][lib_fn], lib_fn
+
+
+@needs_clang
+@pytest.mark.parametrize("pt,stage", [
+    (runner.Point("phinet", "core50", 2, 0.7, "paper"), "B8.expand.wg"),            # 275 x 74 tiles over 62 pixels
+    (runner.Point("mobilenetv2", "core50", 4, 1.0, "paper"), "B16.project.wg"),     # 40 x 720 over 14 pixels
+    (runner.Point("phinet", "core50", 2, 1.0, "pulp-open"), "B8.se_reduce.fw")])    # a 1-row tile, K in slices
+def test_sliced_reductions_accumulate_in_place(pt, stage):
+    """A product whose reduction is cut into slices (a weight gradient over pixel tiles, a forward or input
+    gradient over K slices) runs its 4x4 blocks from and back to FP32 accumulators in L1 (odl_mm4x4_run_acc),
+    whole blocks even where a tile's rows or columns are not a multiple of 4; the outputs match NumPy."""
+    job = _job(pt, stage)
+    code = job.program()[3].files["st0.c"]
+    assert "odl_lib_matmul_acc(" in code
+    row = job.run()
+    assert row["ok"], row["outputs"]

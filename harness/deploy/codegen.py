@@ -32,10 +32,11 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 FUSED_ACTS = microkernel.ACTS   # the activations the product routines apply before their stores
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
-# A weight gradient split over pixel tiles adds each 4x4 block to FP32 accumulators in L1 (odl_lib_matmul_acc) at
-# about this many cycles a block beyond its products (MobileNetV2 CORe50's B17.project.wg, 192 x 576 over 256
-# pixels: 761 cycles a block of 15 K-pairs, 488 of 5, where the products and the blocks' own work are 390 and 150)
-WG_SPLIT_BLOCK_CYCLES = 350
+# A weight gradient split over pixel tiles runs its 4x4 blocks from and back to FP32 accumulators in L1
+# (odl_mm4x4_run_acc), about this many cycles a block more than an unsplit one (MobileNetV2 CORe50 layer 4's
+# B17.project.wg at p 1, 240 x 720 over 256 pixels in tiles of 36 x 720 x 30: 466 cycles a block of 15 K-pairs,
+# of which 390 are the products and a block's own work and 29 the packing)
+WG_SPLIT_BLOCK_CYCLES = 45
 WG1X_CHUNKS = 4             # X's row chunks of the external one-tile weight gradient
 WG1X_PARTS = 8              # and at most this many parts of its product, each written when done
 DW3_MIN_ROWS = 3            # interior rows a 3x3 depthwise map needs for its generated routine (fewer: the C rows)
@@ -401,7 +402,7 @@ class Gen:
             lay.add("apan", r4(tm) * cp(tk) // 2 * 4)
             lay.add("braw0", (tn * cp(tk) if rows_b else tk * cp(tn)) * 2)
             lay.add("bpan", r4(tn) * cp(tk) // 2 * 4)
-            lay.add("acc", 4 * tm * tn)
+            lay.add("acc", 4 * r4(tm) * r4(tn))     # whole 4x4 blocks (odl_lib_matmul_acc)
             for nm in ("out0", "out1"):
                 lay.add(nm, tm * cp(tn) * 2)
             self._mm_epilogue_bufs(lay, tm, tn, n, -(-tm // rows_ps) if pool else ns, bias, "Skip" in t, stash, sx,
@@ -419,7 +420,7 @@ class Gen:
             streams = [k for k in t if k not in ("a", "w")]
             return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
                              f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n,
-                       tm=tm, tn=tn, tk=tk, ksplit=True, acols=acols, ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams,
+                       tm=tm, tn=tn, tk=tk, ksplit=True, accp=r4(tn), accw=r4(tm) * r4(tn), acols=acols, ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams,
                        act=ACT[a["act"]] if fw else 0, act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap,
                        stash=stash_how if stash else "", sx=sx, stash_cols=k_stash, keep=keep, keep_compact=False,
                        keep_pitch=cp(keep), bias=bias, pool=pool, pool_pitch=cp(n), samples=ns, rows_ps=rows_ps, ce=ce,
@@ -624,7 +625,7 @@ class Gen:
                         if accumulate:
                             b += tm * cpn * 2
                         if tk < p:
-                            b += 4 * tm * tn
+                            b += 4 * r4m * r4n
                         if b > budget:
                             continue
                         compute = mt * nt * kt * (-(-(bm * bn) // cores)) * per_block
@@ -668,7 +669,7 @@ class Gen:
         if accumulate:
             lay.add("old", tm * cp(tn) * 2)
         if k_tiles > 1:
-            lay.add("acc", 4 * tm * tn)
+            lay.add("acc", 4 * r4(tm) * r4(tn))     # whole 4x4 blocks (odl_lib_matmul_acc)
         if bias:
             lay.add("db32", 4 * m)
             lay.add("db16", cp(m) * 2)
@@ -742,6 +743,7 @@ class Gen:
         return _NS(title=f"{st.name}: weight gradient, {m} x {n} over {p} pixels, tiles {tm} x {tn} x {tk}"
                          + (" (adds to the accumulators)" if accumulate else ""),
                    fn=fn, buf=lay.bufs, l1=lay.off, m=m, n=n, p=p, tm=tm, tn=tn, tk=tk, k_tiles=k_tiles, t=t,
+                   accp=r4(tn), accw=r4(tm) * r4(tn),
                    streams=streams, act_bw=ACT[a["act"]] if act_bw else 0, bias=bias, accumulate=accumulate,
                    single=single, single_x=single_x, mm=mm, cores=self.cores)
 

@@ -193,6 +193,45 @@ def mm4x4_run(bias: bool, act: str = "") -> list:
     return out
 
 
+def mm4x4_run_acc() -> list:
+    """odl_mm4x4_run_acc(ap, bp, k2, acc, pitch_bytes, nblocks): odl_mm4x4_run whose blocks add to FP32
+    accumulators in memory (rows `pitch_bytes` apart, 4 floats a block, consecutive blocks 16 bytes
+    apart): each block's registers start at its accumulators and go back to them, so a reduction cut into
+    slices sums in the order it would uncut, and a slice costs a block 32 loads and stores more than its
+    products rather than a pass over its 16 sums."""
+    name = "odl_mm4x4_run_acc"
+    frame = 4 * 20
+    AP, C, PITCH, NB = 52, 56, 60, 64       # stack slots after the 13 saved registers
+    body = _body()
+    end_off = 2 * len(body)
+
+    def rows(op):   # the 16 accumulators from or to the block's 4 rows (t0 walks them)
+        out = ["    mv t0, a3"]
+        for i in range(4):
+            out += [f"    {op} {ACC[4 * i + j]}, {4 * j}(t0)" for j in range(4)]
+            if i < 3:
+                out.append("    add t0, t0, a4")
+        return out
+    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{frame}"]
+    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    sw a0, {AP}(sp)", f"    sw a3, {C}(sp)", f"    sw a4, {PITCH}(sp)", f"    sw a5, {NB}(sp)"]
+    out += ["    beqz a5, 3f", "2:", f"    lw a0, {AP}(sp)", f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)"]
+    out += rows("lw")
+    out.append("    beqz a2, 1f")
+    out.append("    .option norvc")
+    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
+    out += ["    " + b for b in body]
+    out.append("    .option rvc")
+    out.append("1:")
+    out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t1, a3, 16", f"    sw t1, {C}(sp)"]
+    out += rows("sw")
+    out += [f"    lw t0, {NB}(sp)", "    addi t0, t0, -1", f"    sw t0, {NB}(sp)", "    bnez t0, 2b", "3:"]
+    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
+    return out
+
+
 def packk2() -> list:
     """odl_packk2(dst, src, k2, pitch_bytes): two adjacent columns of a K-major FP16 matrix (one word per
     row, rows `pitch_bytes` apart) into the words of two panel rows: word kk of the first column holds
@@ -214,7 +253,8 @@ def kernels() -> str:
     """All generated assembly routines of the kernel library (made once per process: every stage
     program of a sweep links the same text)."""
     runs = [line for bias in (False, True) for act in ("",) + ACTS for line in mm4x4_run(bias, act)]
-    return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *runs, *packk2()])
+    # the newest routine last: the others keep their addresses
+    return "\n".join([mm4x4(), *mm4x4_store(), *pack4(), *runs, *packk2(), *mm4x4_run_acc()])
 
 
 def mm4x4() -> str:

@@ -786,21 +786,17 @@ void odl_lib_matmul(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2
   }
 }
 
+/* accm: whole 4x4 blocks (rows of apitch floats, apitch a multiple of 4, the rows rounded up to 4), of
+ * which the caller reads the m x n it wants. Each core adds its contiguous share of the blocks, a row of
+ * blocks at a time. */
 void odl_lib_matmul_acc(const uint32_t *ap, const uint32_t *bp, int m, int n, int k2, float *accm, int apitch) {
-  int mb = (m + 3) / 4, nb = (n + 3) / 4, nc = pi_cl_team_nb_cores(), id = pi_core_id();
-  int bm = id / nb, bn = id % nb;
-  float acc[16];
-  for (int b = id; b < mb * nb; b += nc) {
-    odl_mm4x4(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, acc);
-    for (int i = 0; i < 4 && 4 * bm + i < m; i++) {
-      float *row = accm + (4 * bm + i) * apitch;
-      for (int j = 0; j < 4 && 4 * bn + j < n; j++) row[4 * bn + j] += acc[4 * i + j];
-    }
-    bn += nc;
-    while (bn >= nb) {
-      bn -= nb;
-      bm++;
-    }
+  int nb = (n + 3) / 4, lo, hi;
+  odl_chunk((m + 3) / 4 * nb, &lo, &hi);
+  while (lo < hi) {
+    int bm = lo / nb, bn = lo - bm * nb, end = (bm + 1) * nb < hi ? (bm + 1) * nb : hi;
+    odl_mm4x4_run_acc(ap + bm * k2 * 4, bp + bn * k2 * 4, (uint32_t)k2, accm + 4 * bm * apitch + 4 * bn,
+                      (uint32_t)apitch * 4, (uint32_t)(end - lo));
+    lo = end;
   }
 }
 /* The operands of a whole weight gradient that fits L1 as one tile, packed in one fork, and its bias

@@ -22,6 +22,7 @@ void odl_mm4x4(const uint32_t *ap, const uint32_t *bp, uint32_t k2, float *out);
 /* The same block written straight to FP16 rows of C (`pitch_bytes` apart) after adding 4 FP32 biases. */
 void odl_mm4x4_st(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, const float *bias4);
 void odl_mm4x4_run(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes, uint32_t nblocks);
+void odl_mm4x4_run_acc(const uint32_t *ap, const uint32_t *bp, uint32_t k2, float *acc, uint32_t pitch_bytes, uint32_t nblocks);
 void odl_mm4x4_run_bias(const uint32_t *ap, const uint32_t *bp, uint32_t k2, f16 *c, uint32_t pitch_bytes,
                         uint32_t nblocks, const float *bias);
 /* The same with relu, relu6 or h-swish applied to the FP16 pairs before the stores (odl_act_pair's operations). */
