@@ -163,6 +163,17 @@ class Gen:
                 todo.remove(j)
         return out
 
+    @staticmethod
+    def waited_cycles(v: _NS, rows: int, gets: int = 1) -> float:
+        """Cycles the cores wait for `gets` reads of `rows` rows each from external stream `v`: odl_get
+        moves all but the last slab-full of a read one after the other, each waited for, so only the
+        last overlaps the cores (a tile a little larger than its slab: almost all of it waited for)."""
+        if not v.xt or rows <= 0:
+            return 0.0
+        stride = v.pitch * 2
+        per = max(1, v.sb // stride)
+        return gets * per * ((rows - 1) // per) * stride / v.bw_ext
+
     def whole_cycles(self, t: _NS) -> float:
         """Cycles of the transfers that bring the streams `t` into L2 whole (waited for before the first tile)."""
         return sum(v.whole / v.bw_ext for v in t.values() if v.res)
@@ -364,7 +375,8 @@ class Gen:
             wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.xt and not rows_b) else 1)
             traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
-            return max(compute, traffic) + forks * FORK_CYCLES
+            waited = (self.waited_cycles(t.w, tn, wreads) if rows_b else 0) + self.waited_cycles(t.a, tm, m_tiles)
+            return max(compute, traffic) + forks * FORK_CYCLES + waited
 
         def cost_nm(tm, tn):
             """Weight-stationary order: B once, A once per column tile."""
@@ -373,12 +385,20 @@ class Gen:
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.xt else cp(tn)) * 2
             traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
-            return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES
+            waited = (self.waited_cycles(t.w, tn, n_tiles) if rows_b else 0) + self.waited_cycles(t.a, tm, n_tiles * m_tiles)
+            return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES + waited
 
         # the weight-stationary order leaves each output tile at once: not with a pool or external outputs
         nm_ok = not pool and not any(k in ext for k in puts)
         best = None
-        for tn in _balanced(n, 4, MM_COL_PARTS):
+        col_cands = _balanced(n, 4, MM_COL_PARTS)
+        if rows_b and t.w.xt:   # W's tiles that fit its slab whole (all of a tile's read overlaps the cores)
+            per = t.w.sb // (t.w.pitch * 2) // 4 * 4
+            if 4 <= per < n:
+                k = -(-n // per)
+                even = r4(-(-n // k)) if r4(-(-n // k)) <= per else r4(-(-n // (k + 1)))   # the fewest even tiles
+                col_cands += [c for c in sorted({per, even}) if c not in col_cands]
+        for tn in col_cands:
             if ce and tn != n:
                 continue
             for tm in _row_cands(m, rows_ps if pool else 0):
@@ -559,7 +579,8 @@ class Gen:
                     else:
                         w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
-                    cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
+                    waited = self.waited_cycles(t.a, tm, mt * nt * kt) + (self.waited_cycles(t.w, tn, mt * nt * kt) if fw else 0)
+                    cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES + waited
                     if best is not None and cost >= best[0]:
                         continue   # cannot win: whether it fits (an L1 layout to build) need not be asked
                     if mem(tm, tn, tk) > self.budget:
@@ -639,7 +660,8 @@ class Gen:
                         ext_cyc = (a_loads * tk * ta.pitch * 2 / ta.bw if ta.xt else 0) \
                             + (b_loads * tk * txs.pitch * 2 / txs.bw if txs.xt else 0)
                         ext_cyc += a_loads * tk * tst.pitch * 2 / tst.bw if tst and tst.xt else 0
-                        ext_cyc += dw_cyc
+                        ext_cyc += dw_cyc + self.waited_cycles(ta, tk, a_loads) + self.waited_cycles(txs, tk, b_loads) \
+                            + (self.waited_cycles(tst, tk, a_loads) if tst else 0)
                         # the cores pack each loaded tile's A and B into panels (about two cycles an element)
                         pack = (a_loads * tk * cpm + b_loads * tk * cpn) * WG_PACK_CYCLES / cores
                         # forks: pack A and the product (B packed in it) per k tile, and zero / narrow when k is split
@@ -844,6 +866,9 @@ class Gen:
             ext_cycles = tiles * (rin * (t["in"].pitch * 2 / t["in"].bw if t["in"].xt else 0)
                                   + (rin * t.Stash.pitch * 2 / t.Stash.bw if t.Stash and t.Stash.xt and step != "fw" else 0)
                                   + (rx * t.Xs.pitch * 2 / t.Xs.bw if t.Xs and t.Xs.xt and step == "wg" else 0))
+            ext_cycles += self.waited_cycles(t["in"], rin, tiles) \
+                + (self.waited_cycles(t.Stash, rin, tiles) if t.Stash and step != "fw" else 0) \
+                + (self.waited_cycles(t.Xs, rx, tiles) if t.Xs and step == "wg" else 0)
             l2_bytes = tiles * (rin + rx) * cp(tc) * 2
             return tiles * FORK_CYCLES * (2 if step == "fw" else 1) + ext_cycles + l2_bytes / self.l2_bw
 
