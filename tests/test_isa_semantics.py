@@ -885,6 +885,58 @@ def test_xfvec_fp16_simd():
     assert not errs, "\n".join(errs)
 
 
+def _dotpex_flags(acc, a, b):
+    """fflags of vfdotpex.s.h for finite lanes and a finite result that is normal, zero or exact: NX when
+    either rounding (the lanes' sum, then the accumulation) is inexact."""
+    from fractions import Fraction
+    p = [np.float32(_h(x)) * np.float32(_h(y)) for x, y in zip(lanes16(a), lanes16(b))]
+    with np.errstate(all="ignore"):
+        s = np.float32(p[1] + p[0])
+        r = np.float32(np_f32([acc])[0] + s)
+    exact = Fraction(float(s)) == Fraction(float(p[0])) + Fraction(float(p[1])) and \
+        Fraction(float(r)) == Fraction(float(np_f32([acc])[0])) + Fraction(float(s))
+    return 0 if exact else 1
+
+
+def test_vfdotpex_at_the_edges_of_the_host_shortcut():
+    """vfdotpex.s.h takes a shortcut in host binary32 arithmetic for finite lanes and an accumulator that is
+    zero or at least 2^-102 (platforms/pulpsim/sem.hpp); around that bound, on exact and near cancellations,
+    subnormal lanes and accumulators, sums that overflow and specials, its values and its inexact flag must
+    be those of the one-rounding-at-a-time reference."""
+    rng = random.Random(53)
+    lanes = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x5C00, 0x1400]
+    rows = []
+    for k in range(700):
+        a = (rng.choice(lanes) if rng.random() < 0.3 else rand_fp(rng, F16, SPECIAL16)) | \
+            (rng.choice(lanes) if rng.random() < 0.3 else rand_fp(rng, F16, SPECIAL16)) << 16
+        b = rand_fp(rng, F16, SPECIAL16) | rand_fp(rng, F16, SPECIAL16) << 16
+        s = dotpex(a, b, 0)
+        kind = k % 7
+        if kind == 0:       # exponent fields around the shortcut's bound (25: 2^-102)
+            acc = rng.getrandbits(1) << 31 | rng.randint(18, 32) << 23 | rng.getrandbits(23)
+        elif kind == 1:     # cancels the lanes' sum exactly
+            acc = s ^ 0x80000000
+        elif kind == 2:     # nearly cancels it
+            acc = ((s ^ 0x80000000) + rng.randint(-3, 3)) & 0xFFFFFFFF
+        elif kind == 3:     # subnormal or zero
+            acc = rng.getrandbits(1) << 31 | (rng.getrandbits(23) if rng.random() < 0.8 else 0)
+        elif kind == 4:     # large: the sum may overflow
+            acc = rng.getrandbits(1) << 31 | rng.randint(250, 254) << 23 | rng.getrandbits(23)
+        else:
+            acc = rand_fp(rng, F32, [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F7FFFFF], spread=30)
+        rows.append((acc, a, b))
+    ops = [Op("vfdotpex_edges", "PULP_VFDOTPEX_S_H(%0, %1, %2)", lambda c, a, b: dotpex(a, b, c), rows, acc=True)]
+    finite = [(c, a, b) for c, a, b in rows
+              if all(x & 0x7C00 != 0x7C00 for w in (a, b) for x in lanes16(w)) and c & 0x7F800000 != 0x7F800000
+              and dotpex(a, b, c) & 0x7F800000 not in (0, 0x7F800000)]
+    ops.append(Op("vfdotpex_edges_nx", '"csrw fflags, zero\\n" PULP_VFDOTPEX_S_H(%0, %1, %2) "\\ncsrr %0, fflags"',
+                  _dotpex_flags, finite, acc=True))
+    _, out = run_program(ops_program(ops), platform="paper", name="sem_vfdotpex_edges")
+    errs = check_ops(ops, out)
+    assert not errs, "\n".join(errs[:20])
+    assert len(finite) > 300
+
+
 def test_xfvec_rounds_to_nearest_whatever_frm():
     """GVSoC's vector FP16 operations pass rounding mode 0 (RNE) or use the host default, never frm."""
     rng = random.Random(41)

@@ -41,14 +41,51 @@ static inline uint32_t vclass16(uint16_t a) {
   return c;
 }
 
+// A finite binary16 value as the binary32 of the same value, from its bits (exact; no host conversion).
+// Without branches: zeros and subnormals are frequent and random in training data (a relu's output),
+// where a branch on them would be mispredicted.
+static inline float h_to_f(uint16_t h) {
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  const float sub = (float)m * 0x1p-24f;   // zero or subnormal: m * 2^-24, a normal binary32 (or zero)
+  uint32_t sub_bits;
+  std::memcpy(&sub_bits, &sub, 4);
+  const uint32_t bits = (e ? ((e + 112u) << 23) | (m << 13) : sub_bits) | (uint32_t)(h & 0x8000u) << 16;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
 static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
   // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
   // added to the binary32 accumulator.
   uint16_t a0 = lane(a, 0), a1 = lane(a, 1), b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
   using fp::detail::F16;
   using fp::detail::F32;
-  if (!(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) | fp::detail::is_special<F16>(b0) |
-        fp::detail::is_special<F16>(b1))) {
+  const bool finite = !(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) |
+                        fp::detail::is_special<F16>(b0) | fp::detail::is_special<F16>(b1));
+  // The usual case in host binary32, which rounds to nearest even as the long way does: finite lanes and
+  // an accumulator that is zero or at least 2^-102. Then every value below is a multiple of 2^-125 (the
+  // products of 2^-48, the accumulator's ulp of 2^-125 or more), so each nonzero one is a normal number:
+  // no host flush-to-zero or denormals-are-zero mode can touch them, a sum is zero only when it is exactly
+  // zero (with IEEE's sign), and TwoSum's error terms are exact, which gives the inexact flag. A sum that
+  // overflows takes the long way.
+  const uint32_t ae = acc & 0x7f800000u;
+  if (rm == fp::RNE && finite && ae != 0x7f800000u && (ae >= (25u << 23) || (acc & 0x7fffffffu) == 0)) {
+    const float p0 = h_to_f(a0) * h_to_f(b0), p1 = h_to_f(a1) * h_to_f(b1);   // exact
+    const float s = p0 + p1;
+    const float sb = s - p0, se = (p0 - (s - sb)) + (p1 - sb);                 // s + se == p0 + p1
+    float c, y = neg ? -s : s;
+    std::memcpy(&c, &acc, 4);
+    const float r = c + y;
+    if (std::fabs(r) <= FLT_MAX) {
+      const float rb = r - c, re = (c - (r - rb)) + (y - rb);
+      fl |= (uint32_t)((se != 0.0f) | (re != 0.0f)) * fp::NX;
+      uint32_t out;
+      std::memcpy(&out, &r, 4);
+      return out;
+    }
+  }
+  if (finite) {
     // Finite lanes: the conversions and the products are exact and raise nothing, so the products go
     // to the sum as the exact doubles the long way would rebuild from their binary32 encodings.
     double p0 = fp::detail::to_double<F16>(a0) * fp::detail::to_double<F16>(b0);
