@@ -164,15 +164,20 @@ class Gen:
         return out
 
     @staticmethod
-    def waited_cycles(v: _NS, rows: int, gets: int = 1) -> float:
-        """Cycles the cores wait for `gets` reads of `rows` rows each from external stream `v`: odl_get
-        moves all but the last slab-full of a read one after the other, each waited for, so only the
-        last overlaps the cores (a tile a little larger than its slab: almost all of it waited for)."""
+    def waited_bytes(v: _NS, rows: int) -> int:
+        """Bytes of a read of `rows` rows from external stream `v` that the cores wait for: odl_get moves all
+        but the last slab-full of a read one after the other, each waited for, so only the last overlaps
+        the cores (a tile a little larger than its slab: almost all of it waited for)."""
         if not v.xt or rows <= 0:
-            return 0.0
+            return 0
         stride = v.pitch * 2
         per = max(1, v.sb // stride)
-        return gets * per * ((rows - 1) // per) * stride / v.bw_ext
+        return per * ((rows - 1) // per) * stride
+
+    @classmethod
+    def waited_cycles(cls, v: _NS, rows: int, gets: int = 1) -> float:
+        """Cycles the cores wait for `gets` reads of `rows` rows each from external stream `v`."""
+        return gets * cls.waited_bytes(v, rows) / v.bw_ext if v.xt else 0.0
 
     def whole_cycles(self, t: _NS) -> float:
         """Cycles of the transfers that bring the streams `t` into L2 whole (waited for before the first tile)."""
@@ -559,13 +564,15 @@ class Gen:
         """Tiles (tm, tn, tk) for a product whose reduction is sliced (accumulated in FP32): the cheapest
         that fits, or None. `mem(tm, tn, tk)` is the L1 of a choice."""
         best = None
+        tms = [tm for tm in _row_cands(m, rows_ps if pool else 0)
+               if not (pool and tm < m and tm % rows_ps and rows_ps % tm)]
+        wa = {tm: self.waited_bytes(t.a, tm) for tm in tms}
         for tk in _cands(kdim, 16):
             for tn in _cands(n, 4):
                 if ce and tn != n:
                     continue
-                for tm in _row_cands(m, rows_ps if pool else 0):
-                    if pool and tm < m and tm % rows_ps and rows_ps % tm:
-                        continue
+                ww = self.waited_bytes(t.w, tn) if fw else 0
+                for tm in tms:
                     mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
                     # a block of a slice: 12 cycles a reduction pair, plus the call and the FP32
                     # accumulation of its 16 sums (about 90 cycles), paid again in every slice
@@ -579,10 +586,13 @@ class Gen:
                     else:
                         w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
                     traffic = a_b / t.a.bw + w_b / t.w.bw
-                    waited = self.waited_cycles(t.a, tm, mt * nt * kt) + (self.waited_cycles(t.w, tn, mt * nt * kt) if fw else 0)
-                    cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES + waited
+                    cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is not None and cost >= best[0]:
-                        continue   # cannot win: whether it fits (an L1 layout to build) need not be asked
+                        continue   # cannot win (the waits add): whether it fits (an L1 layout) need not be asked
+                    cost += (mt * nt * kt * wa[tm] / t.a.bw_ext if t.a.xt else 0.0) \
+                        + (mt * nt * kt * ww / t.w.bw_ext if fw and t.w.xt else 0)
+                    if best is not None and cost >= best[0]:
+                        continue
                     if mem(tm, tn, tk) > self.budget:
                         continue
                     if not all(tm * t[k].pitch * 2 <= slab for k in puts if k in ext):

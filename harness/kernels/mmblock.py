@@ -23,6 +23,7 @@ A row 0 first, then every A row's load right after the first product of the row 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from harness.isa import asm
@@ -112,7 +113,13 @@ def _add(dst: str, src: str, imm: int, tmp: str) -> list[str]:
 
 
 def block_asm(b: Block) -> list[str]:
-    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias[, c_pitch]) in a0..a4 (a5)."""
+    """The run routine of block shape `b`: name(a, bp, c, nblocks, bias[, c_pitch]) in a0..a4 (a5).
+    (Made once per shape in a process: a sweep's worker generates the same shapes for many programs.)"""
+    return list(_block_asm(b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _block_asm(b: Block) -> tuple:
     if not (1 <= b.m <= 5 and 1 <= b.n <= 5 and b.m * b.n <= 20):
         raise ValueError(f"no {b.m}x{b.n} block: at most 5 rows each and 20 accumulators")
     if not b.trans and b.n % 2:
@@ -317,7 +324,7 @@ def block_asm(b: Block) -> list[str]:
     out += [("" if x.endswith(":") else "    ") + x for x in body]
     out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
     out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {b.name}, . - {b.name}", ""]
-    return out
+    return tuple(out)
 
 
 def _routine(name: str, prologue: list, body: list, epilogue: list | None = None) -> list[str]:

@@ -662,7 +662,8 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       }
     }
     X[0] = 0;
-    if (hwl_active && npc == pc + d->size && hwloop_step(pc)) {
+    // (a loop's end is rarely this pc: test that before the call)
+    if (hwl_active && (pc == lp_end[0] || pc == lp_end[1]) && npc == pc + d->size && hwloop_step(pc)) {
       extra += t_hwloop_overhead;
       ev[X_HWLOOP] += t_hwloop_overhead;
     }
