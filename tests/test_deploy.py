@@ -116,6 +116,49 @@ def test_per_chunk_tensors_reuse_bytes_across_chunks():
     assert step.tensors["xs:B8.expand"].nbytes(step) * 2 == whole.tensors["xs:B8.expand"].nbytes(whole)
 
 
+def test_frozen_forward_second_segment_takes_larger_chunks():
+    """From the frozen stage `split` on, chunks of n_f2 samples: each of them runs after the n_f2 / n_f first-
+    segment chunks that fill it, every per-chunk tensor the second segment touches holds n_f2 samples (those
+    the first segment writes for it too, each chunk its share: the call's chunk argument), and such a tensor
+    lives once per second-segment chunk."""
+    step = _step("phinet", "cifar10", 2, n_f=2)
+    frozen = step.frozen_stages
+    split = next(i for i, st in enumerate(frozen) if st.name == "B3.expand.frozen")
+    deep = graph.build_step(step.cut, step.p, step.params, n_f=2, n_t=16, n_f2=6, split=split)
+    assert deep.deep_from == "B3.expand.frozen" and deep.chunks_f2 == 2
+    assert [st.repeat for st in deep.frozen_stages] == ["chunk_f"] * split + ["chunk_f2"] * (len(frozen) - split)
+    crossing = "act:B2.project"   # B2's output: B3's input and its residual's skip
+    assert deep.tensors[crossing].scope == "chunk_f2" and deep.tensors["act:stem.pw"].scope == "chunk_f"
+    assert deep.tensors[crossing].nbytes(deep) == 3 * step.tensors[crossing].nbytes(step)
+    seq = [(st.name, c, deep.call_chunk(st, c)) for st, c in deep.sequence() if st.phase == "frozen"]
+    first = [(c, arg) for name, c, arg in seq if name == "B2.project.frozen"]
+    assert first == [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1), (5, 2)]
+    names = [name for name, _, _ in seq]
+    assert names.index("B3.expand.frozen") > max(i for i, n in enumerate(names[:len(names) // 2]) if n == "B2.project.frozen")
+    counts = task.step_counts(deep)
+    assert counts[("B2.project.frozen", "")] == 6 and counts[("B3.expand.frozen", "")] == 2
+    life = memplan.lifetimes(deep)
+    assert len(life[crossing]) == 2 and life[crossing][0][1] < life[crossing][1][0]
+    with pytest.raises(UserError, match="multiple of 2"):
+        graph.build_step(step.cut, step.p, step.params, n_f=2, n_t=16, n_f2=3, split=split)
+
+
+@needs_clang
+def test_whole_step_with_a_second_frozen_segment_checks_its_latents(monkeypatch):
+    """PhiNet CIFAR-10 from layer 2 chooses frozen chunks of 6 with chunks of 12 from B3 on (fewer MACs a
+    chunk there); the whole step is one program checked against NumPy, the frozen forward's latents too,
+    which catch a first-segment chunk writing outside its share (the random frozen weights make the
+    gradients all but blind to it)."""
+    pt = runner.Point("phinet", "cifar10", 2, 0.7, "paper")
+    step = runner.plan_of(pt).step
+    assert (step.n_f, step.n_f2, step.deep_from) == (6, 12, "B3.expand.frozen")
+    res = runner.run_step(pt)
+    assert res["ok"] and res["checks"]["latent:B7.add"]["rel_err"] < runner.LATENT_TOL / 4
+    monkeypatch.setattr(graph.Step, "call_chunk", lambda self, st, c: 0)   # every chunk to the first share
+    res = runner.run_step(pt)
+    assert not res["checks"]["latent:B7.add"]["ok"]
+
+
 @pytest.mark.parametrize("n_t", [16, 8])
 def test_each_update_follows_its_layers_backward_in_the_last_chunk(n_t):
     """A layer's SGD runs once its last chunk's backward no longer reads its weights: right after the

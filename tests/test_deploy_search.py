@@ -35,7 +35,9 @@ def _positional_lifetimes(step):
     for i, (st, chunk) in enumerate(seq):
         for t in st.tensors:
             scope = step.tensors[t].scope
-            key = (t, chunk if scope in ("chunk_f", "chunk_t") and st.repeat == scope else -1)
+            key = (t, chunk if scope in ("chunk_f", "chunk_f2", "chunk_t") and st.repeat == scope else -1)
+            if scope == "chunk_f2" and st.repeat == "chunk_f":   # a first-segment chunk fills its share
+                key = (t, chunk // (step.n_f2 // step.n_f))
             iv = spans.setdefault(key, [i, i])
             iv[1] = i
     life = {}
@@ -45,9 +47,11 @@ def _positional_lifetimes(step):
 
 
 @pytest.mark.parametrize("net,dataset,layer_id,p", POINTS)
-@pytest.mark.parametrize("n_f,n_t", [(1, 16), (4, 2), (12, 1)])
-def test_lifetimes_equal_the_positional_walk(net, dataset, layer_id, p, n_f, n_t):
-    step = build_step(_cut(net, dataset, layer_id), p, cl_params(dataset), n_f=n_f, n_t=n_t)
+@pytest.mark.parametrize("n_f,n_t,n_f2", [(1, 16, 0), (4, 2, 0), (12, 1, 0), (1, 16, 4), (2, 4, 6)])
+def test_lifetimes_equal_the_positional_walk(net, dataset, layer_id, p, n_f, n_t, n_f2):
+    cut = _cut(net, dataset, layer_id)
+    split = len(build_step(cut, p, cl_params(dataset), n_f=n_f, n_t=n_t).frozen_stages) // 2 if n_f2 else 0
+    step = build_step(cut, p, cl_params(dataset), n_f=n_f, n_t=n_t, n_f2=n_f2, split=split)
     got, want = memplan.lifetimes(step), _positional_lifetimes(step)
     assert got == want
     assert list(got) == list(want)     # the same order too (what the plan's rows list)
@@ -81,9 +85,59 @@ def test_choose_step_equals_trying_every_chunk(net, dataset, layer_id, p, placem
                     and pl.step.tensors[h.tensor].role in ("weight", "bias") for h in pl.external) for pl in plans]
     want = (next((pl for pl, f in zip(plans, in_flash) if not f), plans[0]) if placement == "fit" else plans[0]) \
         if plans else memplan.plan_step(build_step(cut, p, params, n_f=1, n_t=best_t), plat, placement)
+    if plans:
+        want = _second_segment_plainly(want, cut, p, params, plat, placement, fits)
+    memplan._SECOND.clear()   # the search remembers its choice per frozen forward: made afresh here
     got = memplan.choose_step(cut, p, params, plat, placement)
-    assert (got.step.n_f, got.step.n_t) == (want.step.n_f, want.step.n_t)
+    assert (got.step.n_f, got.step.n_t, got.step.n_f2, got.step.split) == \
+        (want.step.n_f, want.step.n_t, want.step.n_f2, want.step.split)
     assert _homes(got) == _homes(want)
+    again = memplan.choose_step(cut, p, params, plat, placement)     # from what it remembered
+    assert _homes(again) == _homes(want)
+
+
+def _second_segment_plainly(base, cut, p, params, plat, placement, fits):
+    """The frozen forward's second segment by trying every candidate: every larger chunk from every stage
+    where one tensor crosses, the best-scored one that fits (no spilled activations, no frozen weights
+    moved to flash that base kept in L2, the slabs no smaller than the largest streamed tensors of a later
+    stage need, as far as base had them)."""
+    step = base.step
+    frozen, new = step.frozen_stages, params.batch_new
+
+    def in_flash(pl):
+        return any(h.memory == "flash" and pl.step.tensors.get(h.tensor) is not None
+                   and pl.step.tensors[h.tensor].role in ("weight", "bias") for h in pl.external)
+
+    def ext_bytes(st):
+        return sum(step.tensors[t].nbytes(step) if step.tensors[t].scope != "none"
+                   else step.tensors[t].rows * step.tensors[t].pitch * 2
+                   for t in st.tensors if t in base.homes and base.home(t).memory != "l2")
+    floor = min(base.scratch_size, max((ext_bytes(st) for st in step.stages if st.phase not in ("frozen", "latents")),
+                                       default=0))
+    best, best_key = base, None
+    for n_f2 in range(step.n_f + 1, new + 1):
+        if new % n_f2 or n_f2 % step.n_f:
+            continue
+        for i in range(1, len(frozen)):
+            made = {t for st in frozen[:i] for t in st.outs.values()}
+            crossing = {t for st in frozen[i:] for t in st.ins.values()
+                        if t in made and step.tensors[t].scope == "chunk_f"}
+            if len(crossing) != 1:
+                continue
+            score = sum(memplan._frozen_macs(st) for st in frozen[i:]) * (1 - step.n_f / n_f2)
+            if score <= 0 or (best_key is not None and (score, n_f2, i) <= best_key):
+                continue
+            st2 = build_step(cut, p, params, n_f=step.n_f, n_t=step.n_t, n_f2=n_f2, split=i)
+            try:
+                pl = memplan.plan_step(st2, plat, placement)
+            except UserError:
+                continue
+            if any(st2.tensors[h.tensor].role in ("act", "grad", "latent") for h in pl.external if h.tensor in st2.tensors):
+                continue
+            if (placement == "fit" and not in_flash(base) and in_flash(pl)) or pl.scratch_size < floor:
+                continue
+            best, best_key = pl, (score, n_f2, i)
+    return best
 
 
 def test_a_stage_job_finds_the_plan_its_point_chose():
@@ -93,9 +147,10 @@ def test_a_stage_job_finds_the_plan_its_point_chose():
     runner.plan_of.cache_clear()
     try:
         chosen, jobs = runner.stage_jobs(pt)
-        assert all(runner.plan_of(pt, j.n_f, j.n_t) is chosen for j in jobs)
+        assert all(runner.plan_of(pt, j.n_f, j.n_t, j.n_f2, j.split) is chosen for j in jobs)
         runner.plan_of.cache_clear()
-        fresh = runner.plan_of(pt, chosen.step.n_f, chosen.step.n_t)    # planned for the chunks alone
+        st = chosen.step
+        fresh = runner.plan_of(pt, st.n_f, st.n_t, st.n_f2, st.split)    # planned for the chunks alone
         assert fresh is not chosen and _homes(fresh) == _homes(chosen)
         assert [runner.content(fresh, st, "") for st in fresh.step.stages] == \
             [runner.content(chosen, st, "") for st in chosen.step.stages]

@@ -317,7 +317,7 @@ def test_resnet8_training_step_through_three_residual_blocks():
     from harness.deploy import runner
     doc = compare(runner.Point(R8, "cifar10", 4, 0.7, "paper", weights="model"), progress=False)
     assert doc["ok"], {n: c for n, c in doc["checks"].items() if not c["ok"]}
-    assert len(doc["checks"]) == 37
+    assert len(doc["checks"]) == 38      # 37 tensors of the trained layers and the frozen forward's latents
     # within the 3 % the command asks for, and far closer since stages lie on instruction-cache way boundaries
     assert abs(doc["difference"]) <= 0.01, doc["phases"]
 

@@ -36,7 +36,8 @@ def add_arguments(p) -> None:
     p.add_argument("--placement", choices=("fit", "method"), default="fit",
                    help="L2 wherever it fits (default) or method.md's placement")
     p.add_argument("--chunk-frozen", type=validate.int_arg(1, None), metavar="N",
-                   help="new samples per frozen-forward chunk (default: the largest whose activations fit L2)")
+                   help="new samples per frozen-forward chunk (default: the largest whose activations fit L2, and "
+                        "larger chunks for the deeper stages where they fit; a given chunk size runs every stage in it)")
     p.add_argument("--chunk-tail", type=validate.int_arg(1, None), metavar="N",
                    help="samples per chunk of the trained layers (default: the largest that fits L2)")
     p.add_argument("--weights", choices=("random", "model"), default="random",
@@ -73,7 +74,8 @@ def compare(pt: Point, jobs: int | None = None, progress: bool = True, timeline=
     composed = sum(v[1] for v in phases.values())
     diff = (composed - whole["cycles"]) / whole["cycles"]
     return {"network": pt.net, "dataset": pt.dataset, "layer_id": pt.layer_id, "p": pt.p, "platform": pt.platform,
-            "placement": pt.placement, "weights": pt.weights, "chunk_frozen": step.n_f, "chunk_tail": step.n_t,
+            "placement": pt.placement, "weights": pt.weights, "chunk_frozen": step.n_f,
+            "chunk_frozen_deep": step.n_f2, "deep_from": step.deep_from, "chunk_tail": step.n_t,
             "whole_cycles": whole["cycles"], "whole_cluster_cycles": whole["cluster_cycles"],
             "composed_cycles": composed, "difference": diff, "agree": abs(diff) <= AGREEMENT,
             "phases": {k: {"whole": v[0], "composed": v[1]} for k, v in phases.items()},
@@ -114,8 +116,9 @@ def run(args) -> int:
     else:
         out = console()
         out.print(f"[bold]training step[/bold] of {net_label(pt.net)} {pt.dataset}, layer_id {pt.layer_id}, p {pt.p:g}, "
-                  f"{pt.platform}, placement {pt.placement}, {pt.weights} weights: frozen chunks of {doc['chunk_frozen']}, tail chunks of "
-                  f"{doc['chunk_tail']}")
+                  f"{pt.platform}, placement {pt.placement}, {pt.weights} weights: frozen chunks of {doc['chunk_frozen']}"
+                  + (f" (from {doc['deep_from']} on of {doc['chunk_frozen_deep']})" if doc["deep_from"] else "")
+                  + f", tail chunks of {doc['chunk_tail']}")
         t = Table(title="cycles of one step: one program vs the stages on their own")
         for col in ("phase", "one program", "stages composed", "difference"):
             t.add_column(col, justify="left" if col == "phase" else "right")

@@ -44,7 +44,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--placement", choices=("fit", "method"), default="fit",
                         help="with --plan: L2 wherever it fits (default) or method.md's placement")
     parser.add_argument("--chunk-frozen", type=validate.int_arg(1, None), metavar="N",
-                        help="with --plan: new samples per frozen-forward chunk (default: the largest that fits L2)")
+                        help="with --plan: new samples per frozen-forward chunk (default: the largest that fits L2, and "
+                             "larger chunks for the deeper stages where they fit; a given chunk size runs every stage in it)")
     parser.add_argument("--chunk-tail", type=validate.int_arg(1, None), metavar="N",
                         help="with --plan: samples per chunk of the trained layers (default: the largest that fits)")
 
@@ -126,7 +127,8 @@ def plan_report(args) -> dict:
     rows = plan.rows()
     return {"network": net.name, "dataset": args.dataset, "cut": step.cut.label, "p": args.p,
             "platform": plan.platform.name, "placement": plan.placement, "batch": step.params.batch,
-            "chunk_frozen": step.n_f, "chunk_tail": step.n_t, "l2_peak_bytes": plan.arena,
+            "chunk_frozen": step.n_f, "chunk_frozen_deep": step.n_f2, "deep_from": step.deep_from,
+            "chunk_tail": step.n_t, "l2_peak_bytes": plan.arena,
             "l2_budget_bytes": plan.budget, "external_bytes": plan.external_bytes, "not_fitting": plan.fits(),
             "stages": len(step.stages), "program_steps": len(step.sequence()), "fusion_notes": step.notes,
             "fused": {s.name: list(s.fused) for s in step.stages if s.fused}, "tensors": rows}
@@ -141,8 +143,9 @@ def run_plan(args) -> int:
     out = console()
     out.print(f"[bold]memory plan[/bold] of one training step: {doc['network']} {doc['dataset']}, {doc['cut']}, "
               f"p = {doc['p']:g}, platform {doc['platform']}, placement {doc['placement']}")
-    out.print(f"batch {doc['batch']}: frozen forward in chunks of {doc['chunk_frozen']} samples, trained layers in "
-              f"chunks of {doc['chunk_tail']}; {doc['stages']} stages, {doc['program_steps']} stage runs a step")
+    deep = f" (from {doc['deep_from']} on in chunks of {doc['chunk_frozen_deep']})" if doc["deep_from"] else ""
+    out.print(f"batch {doc['batch']}: frozen forward in chunks of {doc['chunk_frozen']} samples{deep}, trained layers "
+              f"in chunks of {doc['chunk_tail']}; {doc['stages']} stages, {doc['program_steps']} stage runs a step")
     t = Table(title="tensors (L2 arena offsets; external memories by address)")
     for col in ("tensor", "role", "home", "offset", "bytes", "scope", "first use", "last use"):
         t.add_column(col, justify="right" if col in ("offset", "bytes") else "left")

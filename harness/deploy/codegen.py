@@ -123,13 +123,15 @@ class Gen:
 
     # -- addressing --------------------------------------------------------------------------
     def samples(self, stage: Stage) -> int:
-        return {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat, 1)
+        return self.step.chunk_samples(stage.repeat)
 
     def stream(self, stage: Stage, tensor: str, slab_at: int, slab_bytes: int, whole: int = 0) -> _NS:
         t = self.step.tensors[tensor]
         h = self.plan.home(tensor)
         addr = f"((uint32_t)odl_arena + {h.offset}u)" if h.memory == "l2" else f"{h.offset}u"
-        chunk = t.sample_bytes * self.samples(stage) if t.scope == "batch" and stage.repeat != "once" else 0
+        # a batch's tensor holds every chunk; one of the frozen second segment's, every first-segment chunk it takes
+        chunk = t.sample_bytes * self.samples(stage) if (t.scope == "batch" and stage.repeat != "once") or \
+            (t.scope == "chunk_f2" and stage.repeat == "chunk_f") else 0
         if h.memory != "l2":
             sl = f"(uint32_t)odl_arena + {slab_at}u, (uint32_t)odl_arena + {slab_at + slab_bytes}u, {slab_bytes}u, {whole}u"
         else:

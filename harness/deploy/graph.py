@@ -4,7 +4,10 @@ A step trains on one batch of `batch` elements: `batch_new` new samples and `bat
 from the replay buffer. It runs, in this order (method.md; harness.schedule has the counts per task):
 
     frozen   the frozen layers' forward on the new samples, `n_f` samples at a time (a "chunk"),
-             producing their latents (epoch 1 only: later epochs read them back, see `latents`)
+             producing their latents (epoch 1 only: later epochs read them back, see `latents`);
+             from the frozen stage `split` on (when set), `n_f2` samples at a time: the deep layers'
+             maps are small, so several samples share each weight tile, while the large maps of the
+             first layers go one chunk of n_f at a time (n_f2 / n_f of them for each chunk of n_f2)
     latents  latents read from the buffer in flash into the batch: the replayed ones every step,
              the new samples' ones too in epochs after the first; epoch 1 writes the new latents out
     fw       the trained layers' forward on the batch, `n_t` samples at a time. Each weight layer's
@@ -31,7 +34,7 @@ sample's rows contiguous, samples after each other.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.costmodel import layer_p
 from harness.errors import UserError
@@ -40,9 +43,10 @@ from harness.nets import Cut, Layer, Op
 from harness.partial import kept_channels
 from harness.schedule import CLParams
 
-# How many samples a tensor holds: none (weights), one chunk of the segment it lives in, the whole
-# batch, or the new samples of the batch.
-SCOPES = ("none", "chunk_f", "chunk_t", "batch", "new")
+# How many samples a tensor holds: none (weights), one chunk of the segment it lives in (the frozen
+# forward's first or second segment, the tail), the whole batch, or the new samples of the batch.
+SCOPES = ("none", "chunk_f", "chunk_f2", "chunk_t", "batch", "new")
+CHUNKED = ("chunk_f", "chunk_f2", "chunk_t")   # the loops a stage can repeat in, one chunk at a time
 ROLES = ("input", "latent", "act", "weight", "bias", "grad_w", "grad_b", "stored", "stash", "grad", "label",
          "loss", "replay")
 MM_KINDS = {"pointwise": "pw", "linear": "linear", "se_reduce": "linear", "se_expand": "linear"}
@@ -72,8 +76,8 @@ class Tensor:
         return cp(self.cols)
 
     def samples(self, step: "Step") -> int:
-        return {"none": 1, "chunk_f": step.n_f, "chunk_t": step.n_t, "batch": step.params.batch,
-                "new": step.params.batch_new}[self.scope]
+        return {"none": 1, "batch": step.params.batch, "new": step.params.batch_new}.get(self.scope) \
+            or step.chunk_samples(self.scope)
 
     def nbytes(self, step: "Step") -> int:
         return self.rows * self.pitch * 2 * self.samples(step)
@@ -89,7 +93,8 @@ class Stage:
 
     `ins`/`outs` map the kernel's operand slots to tensor names; `attrs` carries the geometry and
     the fused work; `repeat` says which loop of the step runs it: "chunk_f" once per frozen chunk,
-    "chunk_t" once per tail chunk, "once" once per step (in the tail's loop: with its first chunk)."""
+    "chunk_f2" once per chunk of the frozen forward's second segment, "chunk_t" once per tail chunk,
+    "once" once per step (in the tail's loop: with its first chunk)."""
     name: str
     phase: str            # frozen | latents | fw | bw | update
     kind: str             # mm_fw mm_ig mm_wg dw_fw dw_ig dw_wg conv_fw im2col wg_cols ig_cols ig_wt gap_bw scale_fw
@@ -113,6 +118,8 @@ class Step:
     params: CLParams
     n_f: int
     n_t: int
+    n_f2: int = 0         # samples per chunk of the frozen forward's second segment (0: none)
+    split: int = 0        # index in frozen_stages of the second segment's first stage (0: none)
     tensors: dict = field(default_factory=dict)     # name -> Tensor
     stages: list = field(default_factory=list)      # Stage, in program order within their loop
     notes: list = field(default_factory=list)       # ops that run as a stage of their own, and why
@@ -120,6 +127,24 @@ class Step:
     @property
     def chunks_f(self) -> int:
         return math.ceil(self.params.batch_new / self.n_f) if self.frozen_stages else 0
+
+    @property
+    def chunks_f2(self) -> int:
+        return self.params.batch_new // self.n_f2 if self.split else 0
+
+    @property
+    def deep_from(self) -> str:
+        """The first stage of the frozen forward's second segment ("" without one)."""
+        return self.frozen_stages[self.split].name if self.split else ""
+
+    def chunk_samples(self, repeat: str) -> int:
+        """Samples a chunk of the loop `repeat` holds (1 for a stage that runs once)."""
+        return {"chunk_f": self.n_f, "chunk_f2": self.n_f2, "chunk_t": self.n_t}.get(repeat, 1)
+
+    def call_chunk(self, st: Stage, chunk: int) -> int:
+        """The chunk argument of a call of `st` in its loop's `chunk`: a first-segment stage's chunk within
+        the second segment's chunk it feeds (what places its samples in the tensors that cross over)."""
+        return chunk % (self.n_f2 // self.n_f) if self.split and st.repeat == "chunk_f" else chunk
 
     @property
     def chunks_t(self) -> int:
@@ -147,10 +172,18 @@ class Step:
         return out + list(updates.values())
 
     def sequence(self) -> list[tuple[Stage, int]]:
-        """(stage, chunk) in execution order for one epoch-1 training step."""
+        """(stage, chunk) in execution order for one epoch-1 training step (the chunk of its loop: a
+        first-segment stage's chunk counts over the whole batch; Step.call_chunk gives its argument)."""
         seq = []
-        for c in range(self.chunks_f):
-            seq += [(s, c) for s in self.stages if s.phase == "frozen"]
+        frozen = self.frozen_stages
+        if self.split:
+            k = self.n_f2 // self.n_f
+            for c2 in range(self.chunks_f2):
+                for c in range(k):
+                    seq += [(s, c2 * k + c) for s in frozen[: self.split]]
+                seq += [(s, c2) for s in frozen[self.split:]]
+        for c in range(self.chunks_f if not self.split else 0):
+            seq += [(s, c) for s in frozen]
         seq += [(s, 0) for s in self.stages if s.phase == "latents"]
         # each chunk of the batch goes forward and straight back (its weight gradients add to the
         # accumulators), so what the backward needs is kept for one chunk, not for the whole batch; the
@@ -533,13 +566,19 @@ def op_input(net, op_name: str, i: int) -> str:
     return next(op for op in net.ops if op.name == op_name).inputs[i]
 
 
-def build_step(cut: Cut, p: float, params: CLParams, n_f: int = 1, n_t: int | None = None) -> Step:
-    """The training step of `cut` at partiality `p`, frozen chunks of n_f samples, tail chunks of n_t."""
+def build_step(cut: Cut, p: float, params: CLParams, n_f: int = 1, n_t: int | None = None, n_f2: int = 0,
+               split: int = 0) -> Step:
+    """The training step of `cut` at partiality `p`, frozen chunks of n_f samples, tail chunks of n_t; with
+    n_f2 and split, the frozen stages from the split on in chunks of n_f2 (a multiple of n_f dividing the
+    new samples of a batch)."""
     kept_channels(p, 1)
     n_t = params.batch if n_t is None else n_t
     for what, n, top in (("frozen chunk", n_f, params.batch_new), ("tail chunk", n_t, params.batch)):
         if not 1 <= n <= top:
             raise UserError(f"{what} size must be 1..{top}, got {n}")
+    if split and not (n_f < n_f2 <= params.batch_new and n_f2 % n_f == 0 and params.batch_new % n_f2 == 0):
+        raise UserError(f"the frozen forward's second segment takes chunks of a multiple of {n_f} samples that "
+                        f"divides {params.batch_new}, got {n_f2}")
     w = _Walk(cut, p, params, n_f, n_t)
     w.forward()
     w.latents()
@@ -551,4 +590,22 @@ def build_step(cut: Cut, p: float, params: CLParams, n_f: int = 1, n_t: int | No
                             f"in; the deployer cannot train this convolution here")
     order = {"frozen": 0, "latents": 1, "fw": 2, "bw": 3, "update": 4}
     w.step.stages.sort(key=lambda s: order[s.phase])   # stable: program order kept within a phase
+    if split:
+        _split_frozen(w.step, n_f2, split)
     return w.step
+
+
+def _split_frozen(step: Step, n_f2: int, split: int) -> None:
+    """Runs the frozen stages from index `split` on in chunks of n_f2: they repeat in the loop "chunk_f2",
+    and every per-chunk tensor they touch holds a chunk of n_f2 (those the first segment writes for them
+    too: each of its chunks of n_f fills its share, Step.call_chunk)."""
+    frozen = step.frozen_stages
+    if not 0 < split < len(frozen):
+        raise UserError(f"the frozen forward's second segment must start at one of its stages 1..{len(frozen) - 1}, "
+                        f"got {split}")
+    step.n_f2, step.split = n_f2, split
+    deep = {id(s) for s in frozen[split:]}
+    crossing = {t for s in frozen[split:] for t in s.tensors if step.tensors[t].scope == "chunk_f"}
+    for t in crossing:
+        step.tensors[t] = replace(step.tensors[t], scope="chunk_f2")
+    step.stages = [replace(s, repeat="chunk_f2") if id(s) in deep else s for s in step.stages]

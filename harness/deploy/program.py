@@ -92,8 +92,9 @@ int main(void) {{
 """
 
 # A whole step's check (harness.deploy.runner.run_step) sets odl_keep_on before the program starts:
-# after each update its gradient's copy goes to HyperRAM past the plan's tensors, since the L2 it lay in
-# serves later stages. The copies lie between the timed stages and their cycles are printed apart.
+# after each update its gradient's copy goes to HyperRAM past the plan's tensors, and so do the batch's
+# latents after the latents stage (what the frozen forward made), since the L2 they lay in serves later
+# stages. The copies lie between the timed stages and their cycles are printed apart.
 KEEP = """extern char __l2_heap_start[];
 volatile uint32_t odl_keep_on __attribute__((section(".data")));   /* not .bss: the start-up code zeroes that */
 static uint32_t odl_keep_cycles;
@@ -163,22 +164,26 @@ def variants(step: Step, stage: Stage) -> list[str]:
     return [""]
 
 
-def kept_gradients(plan) -> dict[str, tuple[int, int, int]]:
-    """Tensor -> (L2 offset, HyperRAM address, bytes) of the gradients the whole step's check copies as
-    their updates end (odl_keep): those in L2, whose bytes later stages may reuse (an external tensor
-    keeps its own). The copies lie past the plan's HyperRAM tensors."""
+def kept_tensors(plan) -> dict[str, tuple[int, int, int]]:
+    """Tensor -> (L2 offset, HyperRAM address, bytes) of what the whole step's check copies (odl_keep):
+    the gradients as their updates end and the batch's latents after the latents stage, those in L2,
+    whose bytes later stages may reuse (an external tensor keeps its own). The copies lie past the plan's
+    HyperRAM tensors."""
     step = plan.step
     at = -(-plan.external_bytes.get("hyperram", 0) // 64) * 64
     out = {}
     for st in step.stages:
-        if st.phase != "update":
+        if st.phase == "update":
+            names = [st.ins[slot] for slot in ("dw", "db") if slot in st.ins]
+        elif st.phase == "latents":
+            names = [n for n in st.outs.values() if step.tensors[n].role == "latent"]
+        else:
             continue
-        for slot in ("dw", "db"):
-            n = st.ins.get(slot)
-            if n is None or plan.home(n).memory != "l2":
+        for n in names:
+            if plan.home(n).memory != "l2":
                 continue
             t = step.tensors[n]
-            nbytes = t.rows * t.pitch * 2
+            nbytes = t.nbytes(step) if t.scope != "none" else t.rows * t.pitch * 2
             out[n] = (plan.home(n).offset, at, nbytes)
             at += -(-nbytes // 64) * 64
     size = plan.platform.memory("hyperram").size
@@ -193,15 +198,17 @@ def step_program(gen: Gen, step: Step) -> Program:
     the updates within the last chunk's backward. Each (stage, variant) is one function and one ODLST line."""
     codes: list[StageCode] = []
     index: dict[tuple[str, str], int] = {}
-    kept = kept_gradients(gen.plan)
+    kept = kept_tensors(gen.plan)
     for st in step.stages:
         for v in variants(step, st):
             index[(st.name, v)] = len(codes)
             codes.append(gen.render(st, f"st{len(codes)}", v))
 
-    def calls(phase, chunk_var):
+    def calls(phase, chunk_var, repeat=None):
         lines = []
         for st in (step.backward(True) if phase == "bw" else step.stages):
+            if repeat is not None and st.repeat != repeat:
+                continue
             if st.phase == "update" and phase == "bw":   # with the batch's last chunk
                 i = index[(st.name, "")]
                 keep = "".join(f" odl_keep({o}u, {r}u, {nb}u);" for n, (o, r, nb) in kept.items() if n in st.ins.values())
@@ -222,11 +229,21 @@ def step_program(gen: Gen, step: Step) -> Program:
         return lines
 
     body = []
-    if step.chunks_f:
+    if step.split:   # each chunk of the second segment: its first-segment chunks, then its own stages
+        body.append(f"  for (int c2 = 0; c2 < {step.chunks_f2}; c2++) {{")
+        body.append(f"    for (int c = 0; c < {step.n_f2 // step.n_f}; c++) {{")
+        body += ["  " + ln for ln in calls("frozen", "c", "chunk_f")]
+        body.append("    }")
+        body += calls("frozen", "c2", "chunk_f2")
+        body.append("  }")
+    elif step.chunks_f:
         body.append(f"  for (int c = 0; c < {step.chunks_f}; c++) {{")
         body += calls("frozen", "c")
         body.append("  }")
     body += [ln.replace("    ", "  ", 1) for ln in calls("latents", "0")]
+    latents = next((s for s in step.stages if s.phase == "latents"), None)
+    body += [f"  odl_keep({o}u, {r}u, {nb}u);" for n, (o, r, nb) in kept.items()
+             if latents is not None and n in latents.outs.values()]
     body.append(f"  for (int c = 0; c < {step.chunks_t}; c++) {{")   # each chunk forward, then back
     body += calls("fw", "c")
     body += calls("bw", "c")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.deploy.graph import WG_KINDS, Stage, Step
+from harness.deploy.graph import CHUNKED, WG_KINDS, Stage, Step
 
 F16 = np.float16
 ETA_MM = 2.0 ** -18
@@ -70,8 +70,8 @@ class Env:
 
     def _span(self, stage: Stage, name: str, chunk: int) -> slice:
         t = self.step.tensors[name]
-        ns = {"chunk_f": self.step.n_f, "chunk_t": self.step.n_t}.get(stage.repeat)
-        if t.scope == "batch" and ns is not None:
+        ns = self.step.chunk_samples(stage.repeat) if stage.repeat in CHUNKED else None
+        if (t.scope == "batch" or (t.scope == "chunk_f2" and stage.repeat == "chunk_f")) and ns is not None:
             return slice(chunk * ns * t.rows, (chunk + 1) * ns * t.rows)
         return slice(None)
 
@@ -106,7 +106,7 @@ def run_stage(env: Env, st: Stage, chunk: int = 0, variant: str = "") -> dict:
 
 
 def _samples(env: Env, st: Stage) -> int:
-    return {"chunk_f": env.step.n_f, "chunk_t": env.step.n_t}.get(st.repeat, 1)
+    return env.step.chunk_samples(st.repeat)
 
 
 def _fw_epilogue(env, st, chunk, z, mag, eta, rows_ps) -> dict:
@@ -510,7 +510,7 @@ def run_step(env: Env) -> Env:
     step = env.step
     for st, chunk in step.sequence():
         acc = st.kind in WG_KINDS and chunk > 0
-        run_stage(env, st, chunk, "acc" if acc else "")
+        run_stage(env, st, step.call_chunk(st, chunk), "acc" if acc else "")
     return env
 
 

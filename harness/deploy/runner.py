@@ -43,6 +43,12 @@ INCLUDE = ROOT / "pulp_kernels" / "include"
 LIBRARY = ROOT / "pulp_kernels" / "deploy" / "odl_deploy.c"
 DEFINES: list[str] = []   # the same program on every backend (the FC sleeps in wfi while the cluster trains)
 SEED = 7
+# The latents of the whole step's check against the NumPy frozen forward, normwise: each stage rounds where
+# the reference does, so they differ by the FP16 rounding of a few accumulation orders (1e-4 to 2e-4 on the
+# test points), while the random frozen weights leave a sample's latents within 0.3 % of another's: a
+# chunk of samples left out of the forward (its share of a tensor never written) gave 2.4e-3
+LATENT_TOL = 2.0 ** -10
+POISON = b"\xff\x7f"   # an FP16 NaN, what the whole step's check fills the L2 arena with before the run
 
 
 # ---------------------------------------------------------------- the step of a point
@@ -58,44 +64,46 @@ class Point:
     placement: str = "fit"
     network: tuple = ()          # builder keyword arguments (sorted items)
     cl: tuple = ()               # CL parameter overrides (sorted items)
-    chunks: tuple = ()           # (frozen, tail) samples per chunk instead of the largest that fit
+    chunks: tuple = ()           # (frozen, tail[, frozen second segment, its first stage]) samples per chunk
+                                 # instead of the largest that fit
     weights: str = "random"      # "model": an ONNX model's initializers instead of random weights
 
 
-_PLANS: dict = {}   # (point, n_f, n_t) -> plan: a sweep's points hold their plans anyway
+_PLANS: dict = {}   # (point, n_f, n_t, n_f2, split) -> plan: a sweep's points hold their plans anyway
 
 
-def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None) -> MemoryPlan:
+def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None, n_f2: int = 0, split: int = 0) -> MemoryPlan:
     """The memory plan of a point's step: with the largest chunks that fit (or the point's own), or
-    with n_f, n_t samples per chunk. A stage job asks by its chunks for the plan its point chose; the
-    choice is remembered under them too, so that a sweep's workers (forked after the planning) find
-    it instead of planning the step again."""
-    key = (pt, n_f, n_t)
+    with n_f, n_t samples per chunk (and n_f2 from the frozen stage `split` on). A stage job asks by its
+    chunks for the plan its point chose; the choice is remembered under them too, so that a sweep's
+    workers (forked after the planning) find it instead of planning the step again."""
+    key = (pt, n_f, n_t, n_f2, split)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(pt, n_f, n_t)
+        plan = _PLANS[key] = _plan(pt, n_f, n_t, n_f2, split)
         if n_f is None:   # the same call plan_step made for the chosen chunks: the same plan
-            _PLANS.setdefault((pt, plan.step.n_f, plan.step.n_t), plan)
+            st = plan.step
+            _PLANS.setdefault((pt, st.n_f, st.n_t, st.n_f2, st.split), plan)
     return plan
 
 
 plan_of.cache_clear = _PLANS.clear   # as functools' caches have it (a test that patches the planner)
 
 
-def _plan(pt: Point, n_f: int | None, n_t: int | None) -> MemoryPlan:
+def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int = 0) -> MemoryPlan:
     net = build_network(pt.net, pt.dataset, **dict(pt.network))
     cut = cut_at_layer_id(net, pt.layer_id)
     params = cl_params(pt.dataset, **dict(pt.cl))
     plat = platmod.load(pt.platform)
     if n_f is None and pt.chunks:
-        n_f, n_t = pt.chunks
+        n_f, n_t, n_f2, split = (tuple(pt.chunks) + (0, 0))[:4]
         for what, n, of in (("frozen", n_f, params.batch_new), ("tail", n_t, params.batch)):
             if n < 1 or of % n:
                 divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
                 raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
     if n_f is None:
         return choose_step(cut, pt.p, params, plat, pt.placement)
-    return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t), plat, pt.placement)
+    return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
 
 
 def model_tensors(pt: Point) -> dict:
@@ -199,7 +207,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
     return {"kind": st.kind, "attrs": attrs, "repeat": st.repeat, "variant": variant,
             "ins": {k: tdesc(v) for k, v in sorted(st.ins.items())},
             "outs": {k: tdesc(v) for k, v in sorted(st.outs.items())},
-            "samples": {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1),
+            "samples": step.chunk_samples(st.repeat),
             "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
             "platform": plan.platform.name, "seed": SEED,
             **({"scratch": plan.scratch_size} if plan.scratch_size > scratch_bytes(plan.platform)
@@ -210,7 +218,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
 
 def stage_macs(step: Step, st: Stage) -> int:
     a = st.attrs
-    ns = {"chunk_f": step.n_f, "chunk_t": step.n_t}.get(st.repeat, 1)
+    ns = step.chunk_samples(st.repeat)
     if st.kind == "mm_fw":
         return ns * a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
     if st.kind == "mm_ig" and a.get("wt"):    # a convolution's input gradient: the MACs of its taps that land
@@ -237,6 +245,8 @@ class StageJob:
     key: dict = field(default_factory=dict)   # content(), the job's identity
     name: str = ""
     mac_count: int = 0
+    n_f2: int = 0          # the frozen forward's second segment: samples per chunk, its first stage
+    split: int = 0
 
     @property
     def platform(self) -> str:
@@ -255,7 +265,7 @@ class StageJob:
         return self.mac_count
 
     def context(self):
-        plan = plan_of(self.point, self.n_f, self.n_t)
+        plan = plan_of(self.point, self.n_f, self.n_t, self.n_f2, self.split)
         st = next(s for s in plan.step.stages + reuse_stages(plan.step) if s.name == self.stage)
         return plan, st
 
@@ -311,7 +321,7 @@ def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
             digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
             label = f"{net_label(pt.net)}.{st.name}{'.' + v if v else ''}"
             jobs.append(StageJob(pt, step.n_f, step.n_t, st.name, v, key, f"deploy_{label}_{digest}_{pt.platform}",
-                                 stage_macs(step, st)))
+                                 stage_macs(step, st), step.n_f2, step.split))
     return plan, jobs
 
 
@@ -457,10 +467,12 @@ def _check_external(plan: MemoryPlan, nbytes: dict, what: str) -> None:
 
 
 def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
-            what: str, timeline=None, kept: dict | None = None) -> tuple[dict, dict]:
+            what: str, timeline=None, kept: dict | None = None, poison: bool = False) -> tuple[dict, dict]:
     """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes}). With a
-    `timeline` request the run is recorded (result["timeline"]). `kept` (program.kept_gradients): the
-    program copies those outputs as their updates end, and they are read from the copies."""
+    `timeline` request the run is recorded (result["timeline"]). `kept` (program.kept_tensors): the
+    program copies those outputs as their updates end, and they are read from the copies. With `poison`,
+    the plan's L2 arena starts filled with FP16 NaNs, so that a stage reading bytes no stage wrote (a
+    chunk's share of a tensor left unwritten) spoils the results instead of finding zeros."""
     step = plan.step
     plat = plan.platform
     images = {n: image(step, n, env.a[n]) for n in inputs}
@@ -471,7 +483,7 @@ def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[
         elf_path = build(prog, plat, Path(tmp))
         elf = elfmod.load(elf_path)
         _check_space(elf, plan, prog, what)
-        pre = []
+        pre = [(elf.symbols["__l2_heap_start"], POISON * (plan.arena // 2))] if poison else []
         for n in inputs:
             w = _where(elf, plan, n)
             data = images[n]
@@ -579,9 +591,13 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
     env = random_env(step, inputs, rng, given)
     finals = [n for n, t in step.tensors.items() if t.role in ("grad_w", "grad_b", "loss") or
               (t.role in ("weight", "bias") and t.layer in {lay.name for lay in step.cut.trainable_layers})]
-    # a gradient in L2 lives to its update only (later stages reuse its bytes): the program copies it then
-    res, mem = execute(prog, plan, env, inputs, finals, f"{pt.net} {step.cut.label} training step", timeline,
-                       kept=progmod.kept_gradients(plan))
+    # the frozen forward's result, checked on its own: the gradients barely depend on it where random frozen
+    # weights make every sample's latents alike
+    latents = [n for n, t in step.tensors.items() if t.role == "latent"] if step.frozen_stages else []
+    # a gradient in L2 lives to its update only, the latents to the tail's forward (later stages reuse their
+    # bytes): the program copies them then
+    res, mem = execute(prog, plan, env, inputs, finals + latents, f"{pt.net} {step.cut.label} training step",
+                       timeline, kept=progmod.kept_tensors(plan), poison=True)
     ref.run_step(env)
     checks = {}
     ok = True
@@ -590,6 +606,14 @@ def run_step(pt: Point, tol_rel: float = 2.0 ** -5, timeline=None) -> dict:
         t = step.tensors[n]
         g, pad = from_image(mem[n][: env.a[n].shape[0] * t.pitch * 2], env.a[n].shape)
         got[n] = (g.astype(np.float64), pad)
+    for n in latents:
+        t = step.tensors[n]
+        g, pad = from_image(mem[n][: env.a[n].shape[0] * t.pitch * 2], env.a[n].shape)
+        want = env.a[n]
+        rel = ref.rel_error(g.astype(np.float64), want)
+        checks[n] = {"rel_err": rel, "max_abs_err": float(np.max(np.abs(g - want))),
+                     "max_abs_ref": float(np.max(np.abs(want))), "ok": bool(rel <= LATENT_TOL and not (pad != 0).any())}
+        ok = ok and checks[n]["ok"]
     init = random_env(step, inputs, np.random.default_rng(SEED), given).a
     for n in finals:
         t = step.tensors[n]

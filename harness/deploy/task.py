@@ -3,7 +3,8 @@
 This is the one walk of the task the latency tables, the whole-step comparison and the dashboard
 read. With I = ceil(new_per_task / batch_new) steps per epoch and E epochs (harness.schedule):
 
-    frozen stages     I x chunks_f   (epoch 1 only: later epochs read the new samples' latents back)
+    frozen stages     I x chunks_f   (epoch 1 only: later epochs read the new samples' latents back;
+                      the second segment's I x chunks_f2)
     latents           I              (epoch 1: the replayed latents in, the new ones out to flash)
     latents.reuse     (E - 1) x I    (later epochs: the whole batch's latents from flash)
     forward stages    E x I x chunks_t
@@ -51,7 +52,7 @@ def step_counts(step: Step) -> dict[tuple[str, str], int]:
     out: dict[tuple[str, str], int] = {}
     for st in step.stages:
         if st.phase == "frozen":
-            out[(st.name, "")] = step.chunks_f
+            out[(st.name, "")] = step.chunks_f2 if st.repeat == "chunk_f2" else step.chunks_f
         elif st.phase in ("latents", "update") or st.repeat == "once":
             out[(st.name, "")] = 1
         elif st.kind in ("mm_wg", "dw_wg") and step.chunks_t > 1:

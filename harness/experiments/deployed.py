@@ -27,7 +27,7 @@ LATENCY_COLUMNS = ["platform", "net", "dataset", "layer_id", "block", "p", "depl
                    "latents_task_s", "fw_tail_task_s", "wg_task_s", "ig_task_s", "ops_bw_task_s", "sgd_task_s",
                    "compute_task_s", "dma_wait_task_s", "ext_wait_task_s", "overhead_task_s", "bw_cycles_per_batch",
                    "bw_compute_cycles", "bw_dma_wait_cycles", "bw_ext_wait_cycles", "bw_overhead_cycles",
-                   "bw_macs_per_sample", "bw_mac_per_cycle", "step_cycles", "batch", "chunk_frozen", "chunk_tail",
+                   "bw_macs_per_sample", "bw_mac_per_cycle", "step_cycles", "batch", "chunk_frozen", "chunk_frozen_deep", "deep_from", "chunk_tail",
                    "l2_plan_KiB", "ram_KiB", "flash_KiB", "new_per_task", "iterations", "clock_hz", "fits_memory"]
 
 
@@ -124,7 +124,8 @@ def latency_row(pt: DeployedPoint, rows: dict) -> dict:
            "bw_dma_wait_cycles": bw["dma_wait_cycles"], "bw_ext_wait_cycles": bw["ext_wait_cycles"],
            "bw_overhead_cycles": bw["overhead_cycles"], "bw_macs_per_sample": cost.macs_bw,
            "bw_mac_per_cycle": round(batch * cost.macs_bw / bw["cycles"], 4) if bw["cycles"] else 0.0,
-           "step_cycles": step_cycles, "batch": batch, "chunk_frozen": step.n_f, "chunk_tail": step.n_t,
+           "step_cycles": step_cycles, "batch": batch, "chunk_frozen": step.n_f, "chunk_frozen_deep": step.n_f2,
+           "deep_from": step.deep_from, "chunk_tail": step.n_t,
            "l2_plan_KiB": round(pt.plan.arena / 1024, 1), "ram_KiB": round(ext.get("hyperram", 0) / 1024, 1),
            "flash_KiB": round(ext.get("flash", 0) / 1024, 1), "new_per_task": pt.params.new_per_task,
            "iterations": taskmod.iterations(step), "clock_hz": clock, "fits_memory": bool(fits)}
