@@ -76,8 +76,19 @@ class Tensor:
         return cp(self.cols)
 
     def samples(self, step: "Step") -> int:
-        return {"none": 1, "batch": step.params.batch, "new": step.params.batch_new}.get(self.scope) \
-            or step.chunk_samples(self.scope)
+        # (tests in turn rather than a table: planning a sweep asks this about a million times)
+        s = self.scope
+        if s == "none":
+            return 1
+        if s == "chunk_f":
+            return step.n_f
+        if s == "chunk_t":
+            return step.n_t
+        if s == "batch":
+            return step.params.batch
+        if s == "chunk_f2":
+            return step.n_f2
+        return step.params.batch_new
 
     def nbytes(self, step: "Step") -> int:
         return self.rows * self.pitch * 2 * self.samples(step)
