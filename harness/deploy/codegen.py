@@ -199,13 +199,14 @@ class Gen:
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
     def streams(self, stage: Stage, names: dict, need: dict | None = None,
-                resident: bool = True, idle=()) -> tuple[_NS, int] | None:
+                resident: bool = True, idle=(), wide: bool = False) -> tuple[_NS, int] | None:
         """Stream contexts for `names` (C name -> tensor). The stage's external streams share the scratch
         slabs: a stream that stores gets three shares (its tiles must fit a slab), one that only loads
         one (loads larger than a slab move in pieces). With `need` (store name -> bytes its smallest tile
         puts), the stores get exactly that and the loads share the rest; None when that does not fit.
         Returns (contexts, bytes of the smallest storing stream's slab); each context's `sb` is its own."""
         ext = [k for k, t in names.items() if self.plan.home(t).memory != "l2"]
+        slab_at, slab_size = self.plan.slab_of(stage.name) if wide else (self.plan.scratch, self.plan.scratch_size)
         weight = {k: 3 if k in self.PUTS and not (k == "Stash" and stage.kind.endswith(("_wg", "_ig"))) else 1
                   for k in ext}
         half = scratch_bytes(self.plat) // 2
@@ -231,14 +232,14 @@ class Gen:
                     continue
                 nb = (nb + 15) // 16 * 16
                 rest = [j for j in ext if j != k and j not in whole]
-                left = max(self.plan.scratch_size, scratch_bytes(self.plat)) - nb - sum(whole.values())
+                left = max(slab_size, scratch_bytes(self.plat)) - nb - sum(whole.values())
                 share = self._shares(stage, names, rest, weight, left // 2, idle)
                 rows = {j: min(self.step.tensors[names[j]].pitch * 2 * (8 if weight[j] == 3 else 1),
                                self._tensor_bytes(stage, names[j])) for j in rest if j not in idle}
                 if left >= 0 and all(share[j] >= rows[j] for j in rows):
                     whole[k] = nb
                     sizes.update(share)
-        out, at = _NS(), self.plan.scratch
+        out, at = _NS(), slab_at
         for k, t in names.items():
             if k in whole:
                 out[k] = self.stream(stage, t, at, whole[k] // 2, whole[k])
@@ -287,6 +288,27 @@ class Gen:
 
     # -- matrix products: forward and input gradient -------------------------------------------
     def mm(self, st: Stage, fn: str) -> _NS:
+        return self._wider(lambda wide: self._mm(st, fn, wide))
+
+    def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:
+        return self._wider(lambda wide: self._dw(st, fn, accumulate, wide))
+
+    def _wider(self, render) -> _NS:
+        """A stage's context with its slabs in the scratch, or in the larger part of L2 no tensor holds while
+        the stage runs (MemoryPlan.slab_of) when that brings more of the external tensors it only reads into
+        L2 whole and the estimate says it is sooner done: whole, every tile reads L2, but the first waits for
+        the whole transfer, so a tensor whose transfer is as long as the cores' work is better streamed
+        (MobileNetV2 CIFAR-10's B17.project.fw took 641 K cycles with its 346 KB of weights whole, 446 K
+        streamed; PhiNet CORe50's B8.dw.wg 1.72 M with its input whole, 1.08 M streamed)."""
+        narrow = render(False)
+        if self.plan.slab_of(narrow.stage_name)[1] <= self.plan.scratch_size:
+            return narrow
+        wide = render(True)
+        if {k for k, v in wide.t.items() if v.res} == {k for k, v in narrow.t.items() if v.res}:
+            return narrow
+        return wide if wide.est < narrow.est else narrow
+
+    def _mm(self, st: Stage, fn: str, wide: bool) -> _NS:
         a = st.attrs
         ns = self.samples(st)
         fw = st.kind == "mm_fw"
@@ -319,7 +341,7 @@ class Gen:
                 extra["Sto"] = st.ins["stash_out"]
             extra.pop("Bias", None)
         names.update(extra)
-        t, slab = self.streams(st, names)
+        t, slab = self.streams(st, names, wide=wide)
         t["a"], t["w"] = t.pop("A"), t.pop("W")
         act_bw = (not fw) and "stash" in st.ins and a["act"] != "none"
         stash_how = "pre" if a["act"] == "hswish" else "post"
@@ -446,7 +468,8 @@ class Gen:
             lay = klayout(tm, tn, tk)
             streams = [k for k in t if k not in ("a", "w")]
             return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols} in slices of {tk}, "
-                             f"tiles {tm} x {tn}", fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n,
+                             f"tiles {tm} x {tn}", est=split[0] + self.whole_cycles(t), stage_name=st.name,
+                       fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n,
                        tm=tm, tn=tn, tk=tk, ksplit=True, accp=r4(tn), accw=r4(tm) * r4(tn), acols=acols, ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams,
                        act=ACT[a["act"]] if fw else 0, act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap,
                        stash=stash_how if stash else "", sx=sx, stash_cols=k_stash, keep=keep, keep_compact=False,
@@ -493,7 +516,7 @@ class Gen:
             lay.add("loss", tm * 4)
         streams = [k for k in t if k not in ("a", "w")]
         return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}"
-                         + (", weight-stationary" if order == "nm" else ""),
+                         + (", weight-stationary" if order == "nm" else ""), est=best[0] + self.whole_cycles(t), stage_name=st.name,
                    fn=fn, buf=lay.bufs, l1=lay.off, mode="fw" if rows_b else "ig", m=m, n=n, tm=tm, tn=tn, acols=acols,
                    ap=ap, k2=k2, wpitch=wpitch, t=t, streams=streams, act=ACT[a["act"]] if fw else 0,
                    act_bw=ACT[a["act"]] if act_bw else 0, stin_pitch=ap, stash=stash_how if stash else "",
@@ -617,9 +640,10 @@ class Gen:
         names["OldT"] = st.outs["dw"]
         return names
 
-    def wg_streams(self, st: Stage, names: dict, accumulate: bool, resident: bool) -> tuple[_NS, int, set]:
+    def wg_streams(self, st: Stage, names: dict, accumulate: bool, resident: bool,
+                   wide: bool = False) -> tuple[_NS, int, set]:
         """The weight gradient's streams (the operands as a, xs, dw and old), their slab, the external ones."""
-        t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",))
+        t, slab = self.streams(st, names, resident=resident, idle=() if accumulate else ("OldT",), wide=wide)
         t["a"], t["xs"], t["dw"], t["old"] = t.pop("A"), t.pop("Xs"), t.pop("Dw"), t.pop("OldT")
         return t, slab, {k for k, v in t.items() if v.ext}
 
@@ -630,8 +654,8 @@ class Gen:
         p = ns * a["h_out"] * a["w_out"]
         names = self.wg_names(st, accumulate)
         act_bw, bias = "Stash" in names, "Db" in names
-        def search(resident):
-            t, slab, ext = self.wg_streams(st, names, accumulate, resident)
+        def search(resident, wide=False):
+            t, slab, ext = self.wg_streams(st, names, accumulate, resident, wide)
 
             # L1 bytes and estimated cycles of a tile choice (tm x tn over tk pixels), the cheapest that
             # fits winning; what does not change in an inner loop is computed outside it (a search tries
@@ -687,6 +711,11 @@ class Gen:
 
         found = [search(r) for r in (True, False)]
         best, t, slab, ext = min((f for f in found if f[0] is not None), key=lambda f: f[0][0], default=found[0])
+        if best is not None and self.plan.slab_of(st.name)[1] > self.plan.scratch_size:   # as _wider decides
+            w = search(True, wide=True)
+            if w[0] is not None and w[0][0] < best[0] and \
+                    {k for k, v in w[1].items() if v.res} != {k for k, v in t.items() if v.res}:
+                best, t, slab, ext = w
         if best is None:
             self.fail(st, f"no tile of the {m} x {n} weight gradient over {p} pixels")
         _, tm, tn, tk = best
@@ -782,7 +811,7 @@ class Gen:
                    single=single, single_x=single_x, mm=mm, cores=self.cores)
 
     # -- depthwise ---------------------------------------------------------------------------
-    def dw(self, st: Stage, fn: str, accumulate: bool) -> _NS:
+    def _dw(self, st: Stage, fn: str, accumulate: bool, wide: bool) -> _NS:
         a = st.attrs
         ns = self.samples(st)
         step = st.kind[3:]
@@ -813,7 +842,7 @@ class Gen:
                 if "db" in st.outs:
                     names["Db"] = st.outs["db"]
                     names["DbOld"] = st.outs["db"]
-        t, slab = self.streams(st, names)
+        t, slab = self.streams(st, names, wide=wide)
         t["in"], t["w"] = t.pop("In"), t.pop("W")
         act = ACT[a["act"]] if step == "fw" else 0
         act_bw = ACT[a["act"]] if step != "fw" and "stash" in st.ins and a["act"] != "none" else 0
@@ -985,7 +1014,8 @@ class Gen:
             dwmap = dw_wg_map(h, w, ho, wo, k, st_, pad, bias, c, tc)
         return _NS(title=f"{st.name}: depthwise {step}, {c} channels {h}x{w} -> {ho}x{wo}, blocks of {tc} channels x "
                          f"{ts} samples" + (f", bands of {tr} rows" if tr < band_rows else "")
-                         + (" (adds to the accumulators)" if accumulate else ""),
+                         + (" (adds to the accumulators)" if accumulate else ""), est=best[0] + self.whole_cycles(t),
+                   stage_name=st.name,
                    fn=fn, buf=lay.bufs, l1=lay.off, step=step, c=c, tc=tc, ts=ts, samples=ns, h=h, w=w, ho=ho, wo=wo,
                    k=k, stride=a["stride"], pt=pad[2], pl=pad[0], in_rows=in_rows, t=t, streams=streams, act=act, cp=cpc,
                    tr=tr, bands=-(-band_rows // tr), band_rows=band_rows, groups=-(-ns // ts), cblocks=-(-c // tc),

@@ -79,6 +79,43 @@ class MemoryPlan:
     scratch_size: int = 0                         # their bytes: at least scratch_bytes(), and the L2 left
     budget: int = 0
     external_bytes: dict = field(default_factory=dict)   # memory -> bytes used
+    _slabs: dict = field(default_factory=dict, repr=False)   # stage -> its slab region (slab_of)
+
+    def slab_of(self, stage: str) -> tuple[int, int]:
+        """(offset, bytes) of the L2 a stage streams its external tensors through: the scratch, or a larger
+        contiguous part of the arena that no tensor alive during any run of the stage holds (the tensors'
+        lifetimes are what placed them: their bytes serve other tensors at other times, and so they can
+        serve a stage's slabs). A stage the step does not run (the later epochs' latents) gets the scratch."""
+        if stage not in self._slabs:
+            self._slabs[stage] = self._largest_free(stage)
+        return self._slabs[stage]
+
+    def set_slab(self, stage: str, offset: int, nbytes: int) -> None:
+        """A stage's slab region given outright (a stage program's plan, laid out like the step's)."""
+        self._slabs[stage] = (offset, nbytes)
+
+    def _largest_free(self, stage: str) -> tuple[int, int]:
+        best = (self.scratch, self.scratch_size)
+        if "<scratch>" not in self.homes:
+            return best
+        step = self.step
+        runs = 0
+        for i, (st, _) in enumerate(step.sequence()):
+            if st.name == stage:
+                runs |= 1 << i
+        if not runs:
+            return best
+        if "<masks>" not in self._slabs:
+            life = lifetimes(step)
+            self._slabs["<masks>"] = [(h.offset, h.offset + _align(h.nbytes), _mask(life[n])) for n, h in self.homes.items()
+                                      if h.memory == "l2" and n != "<scratch>" and n in life]
+        held = sorted((lo, hi) for lo, hi, m in self._slabs["<masks>"] if m & runs)
+        at = self.scratch            # free from the scratch's start (the scratch is every stage's)
+        for lo, hi in held + [(self.arena, self.arena)]:
+            if lo - at > best[1]:
+                best = (at, (lo - at) // ALIGN * ALIGN)
+            at = max(at, hi)
+        return best
 
     def fits(self) -> list[str]:
         """What does not fit the platform's external memories (empty when everything does)."""

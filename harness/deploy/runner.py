@@ -187,9 +187,13 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
             local.homes[n] = Home(n, h.memory, ext[h.memory], h.nbytes, 0, 0)
             ext[h.memory] += (h.nbytes + 15) // 16 * 16
     if any(h.memory != "l2" for h in local.homes.values()):
+        # the scratch, and the larger region the stage may stream through instead (the same bytes from the
+        # same start: one or the other serves it), as large as in the step
         local.scratch = off
         local.scratch_size = plan.scratch_size or scratch_bytes(plan.platform)
-        off += local.scratch_size
+        wide = max(plan.slab_of(st.name)[1], local.scratch_size)
+        local.set_slab(st.name, off, wide)
+        off += wide
     local.arena = off
     return local
 
@@ -211,6 +215,8 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
             "batch": [step.params.batch, step.params.batch_new, step.params.batch_replay],
             "platform": plan.platform.name, "seed": SEED,
             **({"scratch": plan.scratch_size} if plan.scratch_size > scratch_bytes(plan.platform)
+               and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
+            **({"slab": plan.slab_of(st.name)[1]} if plan.slab_of(st.name)[1] > plan.scratch_size
                and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
             **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
                else {"weights": [weights, st.layer.name if st.layer else ""]})}
