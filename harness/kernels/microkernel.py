@@ -30,26 +30,30 @@ def _body() -> list:
     return body
 
 
-def _func(name: str, inner: list, epilogue: list) -> list:
+def _open(name: str, frame: int) -> list:
+    """A routine's start: its section and label, a frame of `frame` bytes, the registers it saves."""
+    return [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
+            "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{frame}"] + \
+        [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
+
+
+def _close(name: str, frame: int) -> list:
+    return [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)] + \
+        [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
+
+
+def _loop() -> list:
+    """The reduction over a2 words in hardware loop 0 (none when a2 is 0). Compressed encodings outside the
+    loop keep the routines small for the cores' 512-byte L0 caches; the loop body is kept uncompressed
+    so that its end offset (LPEND: its last instruction, in halfwords from lp.setup) is known exactly."""
     body = _body()
-    end_off = 2 * len(body)  # LPEND: the body's last instruction, in halfwords from lp.setup
-    # Compressed encodings outside the loop keep the routine small for the cores' 512-byte L0 caches;
-    # the loop body is kept uncompressed so that its end offset is known exactly.
-    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
-           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{4 * 16}"]
-    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += inner
-    out += [f"    li {r}, 0" for r in ACC]
-    out.append("    beqz a2, 1f")
-    out.append("    .option norvc")
-    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
-    out += ["    " + b for b in body]
-    out.append("    .option rvc")
-    out.append("1:")
-    out += epilogue
-    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    addi sp, sp, {4 * 16}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
-    return out
+    return ["    beqz a2, 1f", "    .option norvc",
+            "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))] + \
+        ["    " + b for b in body] + ["    .option rvc", "1:"]
+
+
+def _func(name: str, inner: list, epilogue: list) -> list:
+    return _open(name, 4 * 16) + inner + [f"    li {r}, 0" for r in ACC] + _loop() + epilogue + _close(name, 4 * 16)
 
 
 def mm4x4_store() -> list:
@@ -153,28 +157,18 @@ def mm4x4_run(bias: bool, act: str = "") -> list:
     With `act` (odl_mm4x4_run_bias_relu6, ...) the FP16 pairs pass through the activation first."""
     name = run_name(bias, act)
     frame = 4 * 20
-    AP, C, PITCH, NB, BIAS = 52, 56, 60, 64, 68       # stack slots after the 13 saved registers
-    body = _body()
-    end_off = 2 * len(body)
-    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
-           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{frame}"]
-    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    sw a0, {AP}(sp)", f"    sw a3, {C}(sp)", f"    sw a4, {PITCH}(sp)", f"    sw a5, {NB}(sp)"]
+    BIAS = 68      # after the run's own slots (_RUN)
+    out = _open(name, frame) + _run_start()
     if bias:
         out.append(f"    sw a6, {BIAS}(sp)")
-    out += ["    beqz a5, 3f", "2:", f"    lw a0, {AP}(sp)"]
+    out += ["    beqz a5, 3f", "2:", f"    lw a0, {_RUN['ap']}(sp)"]
     if bias:
         out += [f"    lw t0, {BIAS}(sp)"] + [f"    lw {ACC[j]}, {4 * j}(t0)" for j in range(4)]
         out += [f"    addi t0, t0, 16", f"    sw t0, {BIAS}(sp)"]
         out += [f"    mv {ACC[4 * i + j]}, {ACC[j]}" for i in range(1, 4) for j in range(4)]
     else:
         out += [f"    li {r}, 0" for r in ACC]
-    out.append("    beqz a2, 1f")
-    out.append("    .option norvc")
-    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
-    out += ["    " + b for b in body]
-    out.append("    .option rvc")
-    out.append("1:")
+    out += _loop()
     # the 8 packed words first, then the stores: no store waits on the conversion before it
     words = ["t0", "t1", "t2", "a5", "a6", "a7", "ra", "a0"]
     for w in range(8):
@@ -182,15 +176,27 @@ def mm4x4_run(bias: bool, act: str = "") -> list:
         out.append("    " + asm.line("vfcpka_h_s", rd=words[w], rs1=ACC[4 * i + 2 * half], rs2=ACC[4 * i + 2 * half + 1]))
     if act:   # the accumulators are free again: constants and temporaries
         out += ["    " + line for line in act_words(act, words, ACC[:3], ACC[3:11])]
-    out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t3, a3, 8", f"    sw t3, {C}(sp)"]
+    out += [f"    lw a3, {_RUN['c']}(sp)", f"    lw a4, {_RUN['pitch']}(sp)", "    addi t3, a3, 8", f"    sw t3, {_RUN['c']}(sp)"]
     for i in range(4):
         out += [f"    sw {words[2 * i]}, 0(a3)", f"    sw {words[2 * i + 1]}, 4(a3)"]
         if i < 3:
             out.append("    add a3, a3, a4")
-    out += [f"    lw t0, {NB}(sp)", "    addi t0, t0, -1", f"    sw t0, {NB}(sp)", "    bnez t0, 2b", "3:"]
-    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
-    return out
+    return out + _run_next() + _close(name, frame)
+
+
+# The arguments a run of blocks keeps on its stack, after the 13 saved registers: A's panel (a0), C (a3),
+# C's row pitch (a4), the blocks left (a5)
+_RUN = {"ap": 52, "c": 56, "pitch": 60, "nb": 64}
+
+
+def _run_start() -> list:
+    return [f"    sw a0, {_RUN['ap']}(sp)", f"    sw a3, {_RUN['c']}(sp)", f"    sw a4, {_RUN['pitch']}(sp)",
+            f"    sw a5, {_RUN['nb']}(sp)"]
+
+
+def _run_next() -> list:
+    """The next block of the run (back to label 2), or its end (label 3)."""
+    return [f"    lw t0, {_RUN['nb']}(sp)", "    addi t0, t0, -1", f"    sw t0, {_RUN['nb']}(sp)", "    bnez t0, 2b", "3:"]
 
 
 def mm4x4_run_acc() -> list:
@@ -201,9 +207,6 @@ def mm4x4_run_acc() -> list:
     products rather than a pass over its 16 sums."""
     name = "odl_mm4x4_run_acc"
     frame = 4 * 20
-    AP, C, PITCH, NB = 52, 56, 60, 64       # stack slots after the 13 saved registers
-    body = _body()
-    end_off = 2 * len(body)
 
     def rows(op):   # the 16 accumulators from or to the block's 4 rows (t0 walks them)
         out = ["    mv t0, a3"]
@@ -212,24 +215,12 @@ def mm4x4_run_acc() -> list:
             if i < 3:
                 out.append("    add t0, t0, a4")
         return out
-    out = [f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
-           "    .balign 4", f"{name}:", "    .option push", f"    addi sp, sp, -{frame}"]
-    out += [f"    sw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    sw a0, {AP}(sp)", f"    sw a3, {C}(sp)", f"    sw a4, {PITCH}(sp)", f"    sw a5, {NB}(sp)"]
-    out += ["    beqz a5, 3f", "2:", f"    lw a0, {AP}(sp)", f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)"]
-    out += rows("lw")
-    out.append("    beqz a2, 1f")
-    out.append("    .option norvc")
-    out.append("    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=end_off))
-    out += ["    " + b for b in body]
-    out.append("    .option rvc")
-    out.append("1:")
-    out += [f"    lw a3, {C}(sp)", f"    lw a4, {PITCH}(sp)", "    addi t1, a3, 16", f"    sw t1, {C}(sp)"]
-    out += rows("sw")
-    out += [f"    lw t0, {NB}(sp)", "    addi t0, t0, -1", f"    sw t0, {NB}(sp)", "    bnez t0, 2b", "3:"]
-    out += [f"    lw {r}, {4 * k}(sp)" for k, r in enumerate(SAVED)]
-    out += [f"    addi sp, sp, {frame}", "    ret", "    .option pop", f"    .size {name}, . - {name}", ""]
-    return out
+    c, pitch = _RUN["c"], _RUN["pitch"]
+    out = _open(name, frame) + _run_start()
+    out += ["    beqz a5, 3f", "2:", f"    lw a0, {_RUN['ap']}(sp)", f"    lw a3, {c}(sp)", f"    lw a4, {pitch}(sp)"]
+    out += rows("lw") + _loop()
+    out += [f"    lw a3, {c}(sp)", f"    lw a4, {pitch}(sp)", "    addi t1, a3, 16", f"    sw t1, {c}(sp)"]
+    return out + rows("sw") + _run_next() + _close(name, frame)
 
 
 def packk2() -> list:
