@@ -196,6 +196,19 @@ class Gen:
             return 0
         return t.rows * t.pitch * 2 * (t.samples(self.step) if t.scope != "none" else 1)
 
+    def wide_slab(self, stage: Stage) -> int:
+        """Bytes of the larger slab region the stage may stream through instead of the scratch (0: none):
+        MemoryPlan.slab_of's, when an external tensor the stage reads whole is too large for the scratch
+        and fits there. Otherwise the stage has nothing to gain from it, and neither its program nor its
+        job's identity depends on it (the same stage of other points stays one program)."""
+        size = self.plan.slab_of(stage.name)[1]
+        if size <= self.plan.scratch_size:
+            return 0
+        for n in dict.fromkeys(stage.ins.values()):
+            if self.plan.home(n).memory != "l2" and self.plan.scratch_size < a16(self.whole_bytes(stage, n)) <= size:
+                return size
+        return 0
+
     PUTS = {"Y", "Xs", "Stash", "Sx", "Dz", "Loss", "Pool", "Dx", "Dw", "Db", "Ds", "Wt", "Col", "Tw"}
 
     def streams(self, stage: Stage, names: dict, need: dict | None = None,
@@ -301,7 +314,7 @@ class Gen:
         (MobileNetV2 CIFAR-10's B17.project.fw took 641 K cycles with its 346 KB of weights whole, 446 K
         streamed; PhiNet CORe50's B8.dw.wg 1.72 M with its input whole, 1.08 M streamed)."""
         narrow = render(False)
-        if self.plan.slab_of(narrow.stage_name)[1] <= self.plan.scratch_size:
+        if not self.wide_slab(self.step.stage(narrow.stage_name)):
             return narrow
         wide = render(True)
         if {k for k, v in wide.t.items() if v.res} == {k for k, v in narrow.t.items() if v.res}:
@@ -711,7 +724,7 @@ class Gen:
 
         found = [search(r) for r in (True, False)]
         best, t, slab, ext = min((f for f in found if f[0] is not None), key=lambda f: f[0][0], default=found[0])
-        if best is not None and self.plan.slab_of(st.name)[1] > self.plan.scratch_size:   # as _wider decides
+        if best is not None and self.wide_slab(st):   # as _wider decides
             w = search(True, wide=True)
             if w[0] is not None and w[0][0] < best[0] and \
                     {k for k, v in w[1].items() if v.res} != {k for k, v in t.items() if v.res}:

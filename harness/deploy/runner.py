@@ -191,7 +191,7 @@ def local_plan(plan: MemoryPlan, st: Stage, variant: str) -> MemoryPlan:
         # same start: one or the other serves it), as large as in the step
         local.scratch = off
         local.scratch_size = plan.scratch_size or scratch_bytes(plan.platform)
-        wide = max(plan.slab_of(st.name)[1], local.scratch_size)
+        wide = max(Gen(plan, plan.platform).wide_slab(st), local.scratch_size)
         local.set_slab(st.name, off, wide)
         off += wide
     local.arena = off
@@ -216,8 +216,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
             "platform": plan.platform.name, "seed": SEED,
             **({"scratch": plan.scratch_size} if plan.scratch_size > scratch_bytes(plan.platform)
                and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
-            **({"slab": plan.slab_of(st.name)[1]} if plan.slab_of(st.name)[1] > plan.scratch_size
-               and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
+            **({"slab": Gen(plan, plan.platform).wide_slab(st)} if Gen(plan, plan.platform).wide_slab(st) else {}),
             **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
                else {"weights": [weights, st.layer.name if st.layer else ""]})}
 
