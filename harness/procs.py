@@ -175,7 +175,9 @@ def _set_pdeathsig(sig: int) -> None:
 
 def one_blas_thread() -> None:
     """Sweeps run in parallel processes, not threads: NumPy's BLAS keeps to one thread in each (its idle
-    threads would spin on the cores the other workers need)."""
+    threads would spin on the cores the other workers need). NumPy is loaded first: the limit reaches only
+    the libraries already loaded, and one loaded later would start its default threads."""
+    import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
