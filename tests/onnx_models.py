@@ -17,7 +17,8 @@ def _t(name, a, dtype=np.float32):
 def tiny(*, opset=13, input_dims=("N", 3, 8, 8), group_dw=8, extra_node=None, tail="gemm", blocks=None,
          kernel=(3, 3), seed=0) -> onnx.ModelProto:
     r = np.random.default_rng(seed)
-    inits = [_t("w1", r.standard_normal((8, 3) + kernel) * 0.3), _t("g1", r.uniform(0.5, 1.5, 8)),
+    cin = input_dims[1] if isinstance(input_dims[1], int) else 3
+    inits = [_t("w1", r.standard_normal((8, cin) + kernel) * 0.3), _t("g1", r.uniform(0.5, 1.5, 8)),
              _t("b1", r.uniform(-0.1, 0.1, 8)), _t("m1", r.uniform(-0.1, 0.1, 8)), _t("v1", r.uniform(0.5, 1.5, 8)),
              _t("w2", r.standard_normal((8, 8 // group_dw, 3, 3)) * 0.3), _t("c2", r.uniform(-0.1, 0.1, 8)),
              _t("lo", 0.0), _t("hi", 6.0),

@@ -656,3 +656,40 @@ def test_weight_gradient_brings_its_input_whole_into_a_wider_region():
     row = job.run()
     assert row["ok"], row["outputs"]
     assert row["ext_wait_cycles"] < 0.1 * row["cycles"]
+
+
+@needs_clang
+@pytest.mark.parametrize("model,channels,stage", [
+    ("tiny", 4, "stem.frozen"),        # an even channel count: whole words a tap
+    ("tiny", 5, "stem.frozen"),        # an odd count other than 3: every other tap shifted by a half
+    ("ds_cnn", 1, "conv1.frozen"),     # one channel, stride 2, a 49x10 map
+    ("resnet8", 3, "conv1.frozen"),    # three channels, stride 1: the image's fast path and its borders
+    ("mobilenetv2", 3, "stem.conv.frozen")])   # stride 2, the image in HyperRAM
+def test_stem_convolution_gathers_its_windows_by_words(model, channels, stage, tmp_path):
+    """A frozen stem's convolution gathers each output pixel's window by words (odl_im2col_row,
+    odl_im2col_rgb3: inside the image without a test per tap, at the borders the padding's taps from a zero
+    pixel) and matches NumPy for every channel count's path; an input in external memory streams tile by
+    tile, each tile's rows within its slab, instead of coming into L2 whole before the first tile."""
+    if model == "tiny":
+        from tests import onnx_models
+        import onnx
+        path = tmp_path / "tiny.onnx"
+        onnx.save(onnx_models.tiny(input_dims=("N", channels, 16, 16)), path)
+        pt = runner.Point(str(path), "cifar10", 1, 1.0, "paper")
+    elif model == "mobilenetv2":
+        pt = runner.Point("mobilenetv2", "core50", 1, 1.0, "paper")
+    else:
+        pt = runner.Point(str(ROOT / "examples" / "models" / f"{model}.onnx"), "cifar10", 1, 1.0, "paper")
+    job = _job(pt, stage)
+    plan, _, st, prog = job.program()
+    assert st.kind == "conv_fw" and st.attrs["c_in"] == channels
+    code = prog.files["st0.c"]
+    if plan.home(st.ins["x"]).memory != "l2":
+        args = re.search(r"odl_stream\(X, ODL_RAM, [^;]*\);", code).group(0).rstrip(");").split(", ")
+        slab, whole = int(args[-2].rstrip("u")), int(args[-1].rstrip("u"))
+        rows = int(re.search(r"TR = (\d+);", code).group(1))
+        a = st.attrs
+        tile_bytes = min(a["h"], (rows - 1) * a["stride"] + a["k"]) * a["w"] * plan.step.tensors[st.ins["x"]].pitch * 2
+        assert whole == 0 and tile_bytes <= slab
+    row = job.run()
+    assert row["ok"], row["outputs"]

@@ -536,9 +536,86 @@ static inline void odl_colsum_acc(float *acc, const f16 *src, int rows, int pitc
   }
 }
 
+/* One panel row of an output pixel: its (kh, kw) taps start at words `off` from the window's first
+ * pixel (`base`), each tap cin halves of a pixel of `pitch` (even) halves; a tap whose bit is set in
+ * `zmask` lies in the padding and reads `zero` (a zero pixel) instead. The halves are paired into
+ * words as they come: with an odd cin every other tap starts on a half, so its words are shifted by one
+ * half (the pad lane of each pixel never reaches the panel). Words go to cw[0], cw[4], ... (4-row
+ * panels); the rest of the row, up to k2 words, is zeroed. */
+#define ODL_TAP(t) (((zmask) >> (t)) & 1 ? zero : base + off[t])
+static inline __attribute__((always_inline)) void odl_im2col_row(uint32_t *cw, const uint32_t *base, const int *off, uint32_t zmask,
+                                  const uint32_t *zero, int taps, int cin, int k2) {
+  uint32_t *end = cw + 4 * k2;
+  int full = cin >> 1;
+  if (cin == 3) {   /* three channels (an image's): two taps make three words */
+    int t = 0;
+    for (; t + 1 < taps; t += 2, cw += 12) {
+      const uint32_t *p = ODL_TAP(t), *q = ODL_TAP(t + 1);
+      uint32_t q0 = q[0];
+      cw[0] = p[0];
+      cw[4] = (p[1] & 0xffffu) | (q0 << 16);
+      cw[8] = (q0 >> 16) | (q[1] << 16);
+    }
+    if (t < taps) {
+      const uint32_t *p = ODL_TAP(t);
+      cw[0] = p[0];
+      cw[4] = p[1] & 0xffffu;
+      cw += 8;
+    }
+  } else if (!(cin & 1)) {
+    for (int t = 0; t < taps; t++) {
+      const uint32_t *p = ODL_TAP(t);
+      for (int c = 0; c < full; c++, cw += 4) *cw = p[c];
+    }
+  } else {
+    uint32_t pend = 0;
+    int odd = 0;
+    for (int t = 0; t < taps; t++) {
+      const uint32_t *p = ODL_TAP(t);
+      if (!odd) {
+        for (int c = 0; c < full; c++, cw += 4) *cw = p[c];
+        pend = p[full] & 0xffffu;
+      } else {
+        *cw = pend | (p[0] << 16);
+        cw += 4;
+        for (int c = 1; c <= full; c++, cw += 4) *cw = (p[c - 1] >> 16) | (p[c] << 16);
+      }
+      odd ^= 1;
+    }
+    if (odd) {
+      *cw = pend;
+      cw += 4;
+    }
+  }
+  for (; cw < end; cw += 4) *cw = 0;
+}
+#undef ODL_TAP
+
+/* The panel row of a 3x3 window of three-channel pixels (pitch 4: an image's) inside the image, from its
+ * first pixel r0 and the words of an input row rs: two taps make three words, 27 halves and a zero. */
+static inline __attribute__((always_inline)) void odl_im2col_rgb3(uint32_t *cw, const uint32_t *r0, int rs) {
+  const uint32_t *r1 = r0 + rs, *r2 = r1 + rs;
+#define ODL_TAP_PAIR(o, p, q)                                 \
+  do {                                                        \
+    uint32_t q0 = (q)[0];                                     \
+    cw[o] = (p)[0];                                           \
+    cw[(o) + 4] = ((p)[1] & 0xffffu) | (q0 << 16);            \
+    cw[(o) + 8] = (q0 >> 16) | ((q)[1] << 16);                \
+  } while (0)
+  ODL_TAP_PAIR(0, r0, r0 + 2);
+  ODL_TAP_PAIR(12, r0 + 4, r1);
+  ODL_TAP_PAIR(24, r1 + 2, r1 + 4);
+  ODL_TAP_PAIR(36, r2, r2 + 2);
+#undef ODL_TAP_PAIR
+  cw[48] = r2[4];
+  cw[52] = r2[5] & 0xffffu;
+}
+
 /* im2col into 4-row panels for a convolution tile of whole output rows: panel row t is output pixel
  * (oh0 + t / w_out, t % w_out); its K index (kh*k + kw)*cin + ci reads input row ih - ih0 of `raw`
- * (rows of w_in pixels, `pitch` halves per pixel), zero outside the image (padding) and past K. */
+ * (rows of w_in pixels, `pitch` halves per pixel), zero outside the image (padding) and past K.
+ * Pixels of an even pitch (every layout the deployed steps use) and at most 5x5 taps are copied by
+ * words (odl_im2col_row), the padding's taps from a zero pixel; others half by half. */
 static inline void odl_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in,
                                    int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left,
                                    int k2) {
@@ -546,17 +623,46 @@ static inline void odl_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int 
   int blocks = (rows + 3) / 4;
   odl_chunk(blocks, &lo, &hi);
   f16 *d16 = (f16 *)dst;
+  int off[25];
+  static const uint32_t zero[64];   /* a pixel of the padding: at most 128 halves */
+  int taps = k * k, words = !(pitch & 1) && k <= 5 && pitch <= 128;
+  int rgb3 = cin == 3 && pitch == 4 && k == 3 && k2 == 14;
+  if (words)
+    for (int kh = 0, t = 0; kh < k; kh++)
+      for (int kw = 0; kw < k; kw++, t++) off[t] = (kh * w_in + kw) * pitch / 2;
+  int oh = oh0 + 4 * lo / w_out, ow = 4 * lo % w_out;   /* panel row t's pixel, advanced row by row */
   for (int b = lo; b < hi; b++) {
     for (int i = 0; i < 4; i++) {
       int t = 4 * b + i;
       f16 *col = d16 + (b * k2 * 4 + i) * 2;  /* halves (kk) of this row: col[(kk/2)*8 + (kk&1)] */
       int kk = 0;
       if (t < rows) {
-        int oh = oh0 + t / w_out, ow = t % w_out;
+        int top = oh * stride - pad_top, left = ow * stride - pad_left;
+        if (++ow == w_out) {
+          ow = 0;
+          oh++;
+        }
+        if (words) {
+          uint32_t *cw = dst + b * k2 * 4 + i;
+          const uint32_t *base = (const uint32_t *)raw + ((top - ih0) * w_in + left) * (pitch / 2);
+          if (top >= 0 && top + k <= h_in && left >= 0 && left + k <= w_in) {
+            if (rgb3)
+              odl_im2col_rgb3(cw, base, w_in * 2);
+            else
+              odl_im2col_row(cw, base, off, 0, zero, taps, cin, k2);   /* inside the image: no tap tested */
+          } else {
+            uint32_t zmask = 0;
+            for (int kh = 0, tt = 0; kh < k; kh++)
+              for (int kw = 0; kw < k; kw++, tt++)
+                if (top + kh < 0 || top + kh >= h_in || left + kw < 0 || left + kw >= w_in) zmask |= 1u << tt;
+            odl_im2col_row(cw, base, off, zmask, zero, taps, cin, k2);
+          }
+          continue;
+        }
         for (int kh = 0; kh < k; kh++) {
-          int ih = oh * stride + kh - pad_top;
+          int ih = top + kh;
           for (int kw = 0; kw < k; kw++) {
-            int iw = ow * stride + kw - pad_left;
+            int iw = left + kw;
             int ok = ih >= 0 && ih < h_in && iw >= 0 && iw < w_in;
             const f16 *s = raw + ((ih - ih0) * w_in + iw) * pitch;
             for (int ci = 0; ci < cin; ci++, kk++) col[(kk >> 1) * 8 + (kk & 1)] = ok ? s[ci] : 0;
