@@ -387,9 +387,9 @@ class Gen:
             if bias:
                 b += cp(n) * 2 + 4 * r4(n) + 32
             if "Skip" in t:
-                b += tm * cp(tn) * 2
+                b += 2 * tm * cp(tn) * 2
             if "Sto" in t:
-                b += tm * cp(tn) * 2
+                b += 2 * tm * cp(tn) * 2
             if stash:
                 b += 2 * tm * cp(min(tn, k_stash)) * 2
             if sx:
@@ -413,6 +413,17 @@ class Gen:
                        for k in puts if k in ext) and \
                 ("Pool" not in ext or ns * t.Pool.pitch * 2 <= slab)
 
+        def epi(m_tiles, n_tiles, tm, tn):
+            """Cycles of moving the residual and the stash each output tile reads (an external one: whole rows
+            for every column tile), and what the cores wait for of them."""
+            c = 0.0
+            for k in ("Skip", "Sto"):
+                if k in t:
+                    v = t[k]
+                    c += m_tiles * n_tiles * tm * (v.pitch if v.xt else tn) * 2 / v.bw \
+                        + self.waited_cycles(v, tm, m_tiles * n_tiles)
+            return c
+
         def cost(tm, tn):
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
             blocks = -(-tm // 4) * -(-tn // 4)
@@ -420,7 +431,8 @@ class Gen:
             # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
             wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.xt else cp(n)) * 2 * (1 if t.w.xt else 1))
             wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.xt and not rows_b) else 1)
-            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch)
+            traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch) \
+                + epi(m_tiles, n_tiles, tm, tn)
             forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             waited = (self.waited_cycles(t.w, tn, wreads) if rows_b else 0) + self.waited_cycles(t.a, tm, m_tiles)
             return max(compute, traffic) + forks * FORK_CYCLES + waited
@@ -431,7 +443,7 @@ class Gen:
             blocks = -(-tm // 4) * -(-tn // 4)
             compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.xt else cp(tn)) * 2
-            traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw
+            traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw + epi(m_tiles, n_tiles, tm, tn)
             waited = (self.waited_cycles(t.w, tn, n_tiles) if rows_b else 0) + self.waited_cycles(t.a, tm, n_tiles * m_tiles)
             return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES + waited
 
@@ -462,12 +474,16 @@ class Gen:
                         best = (c, tm, tn, "nm")
         tk = acols
         def klayout(tm, tn, tk):
+            # two buffers of each slice's operands: the next slice arrives while this one is computed
             lay = L1()
             lay.add("araw0", tm * cp(tk) * 2)
+            lay.add("araw1", tm * cp(tk) * 2)
             if act_bw:
                 lay.add("stin0", tm * cp(tk) * 2)
+                lay.add("stin1", tm * cp(tk) * 2)
             lay.add("apan", r4(tm) * cp(tk) // 2 * 4)
             lay.add("braw0", (tn * cp(tk) if rows_b else tk * cp(tn)) * 2)
+            lay.add("braw1", (tn * cp(tk) if rows_b else tk * cp(tn)) * 2)
             lay.add("bpan", r4(tn) * cp(tk) // 2 * 4)
             lay.add("acc", 4 * r4(tm) * r4(tn))     # whole 4x4 blocks (odl_lib_matmul_acc)
             for nm in ("out0", "out1"):
@@ -478,7 +494,7 @@ class Gen:
             return lay
 
         split = self._mm_ksplit(m, n, acols, rows_b, pool, ce, t, ext, slab, puts, rows_ps,
-                                lambda tm, tn, tk: klayout(tm, tn, tk).off + 256)
+                                lambda tm, tn, tk: klayout(tm, tn, tk).off + 256, epi)
         if best is None and split is None:
             self.fail(st, f"no tile of the {m} x {n} product (K {acols})")
         if split is not None and (best is None or split[0] < best[0]):
@@ -516,9 +532,11 @@ class Gen:
             lay.add("bias16", cp(n) * 2)
             lay.add("bias32", 4 * r4(n))   # the row micro-kernel reads whole groups of 4
         if "Skip" in t:
-            lay.add("skip", tm * cp(tn) * 2)
+            lay.add("skip0", tm * cp(tn) * 2)
+            lay.add("skip1", tm * cp(tn) * 2)
         if "Sto" in t:
-            lay.add("sto", tm * cp(tn) * 2)
+            lay.add("sto0", tm * cp(tn) * 2)
+            lay.add("sto1", tm * cp(tn) * 2)
         for nm, on in (("st", stash), ("sx", sx)):
             if on:
                 lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
@@ -585,10 +603,12 @@ class Gen:
         if bias:
             lay.add("bias16", cp(n) * 2)
             lay.add("bias32", 4 * r4(n))
-        if skip:
-            lay.add("skip", tm * cp(tn) * 2)
+        if skip:   # two of each: the next tile's arrives while this one is computed
+            lay.add("skip0", tm * cp(tn) * 2)
+            lay.add("skip1", tm * cp(tn) * 2)
         if sto:
-            lay.add("sto", tm * cp(tn) * 2)
+            lay.add("sto0", tm * cp(tn) * 2)
+            lay.add("sto1", tm * cp(tn) * 2)
         for nm, on in (("st", stash), ("sx", sx)):
             if on:
                 lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
@@ -603,9 +623,10 @@ class Gen:
             lay.add("dz", tm * cp(n) * 2)
             lay.add("loss", tm * 4)
 
-    def _mm_ksplit(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem):
+    def _mm_ksplit(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem, epi):
         """Tiles (tm, tn, tk) for a product whose reduction is sliced (accumulated in FP32): the cheapest
-        that fits, or None. `mem(tm, tn, tk)` is the L1 of a choice."""
+        that fits, or None. `mem(tm, tn, tk)` is the L1 of a choice; `epi(mt, nt, tm, tn)` the cycles of the
+        output tiles' other reads."""
         best = None
         tms = [tm for tm in _row_cands(m, rows_ps if pool else 0)
                if not (pool and tm < m and tm % rows_ps and rows_ps % tm)]
@@ -628,7 +649,7 @@ class Gen:
                         w_b = mt * nt * tn * (kt * t.w.pitch if t.w.xt else kdim + kt) * 2
                     else:
                         w_b = mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
-                    traffic = a_b / t.a.bw + w_b / t.w.bw
+                    traffic = a_b / t.a.bw + w_b / t.w.bw + epi(mt, nt, tm, tn)
                     cost = max(compute, traffic) + mt * nt * kt * 3 * FORK_CYCLES
                     if best is not None and cost >= best[0]:
                         continue   # cannot win (the waits add): whether it fits (an L1 layout) need not be asked
