@@ -719,3 +719,17 @@ def test_product_operands_arrive_while_the_cores_compute(pt, stage, path, bound)
     assert row["ok"], row["outputs"]
     if bound is not None:
         assert row["ext_wait_cycles"] < bound * row["cycles"], (row["ext_wait_cycles"], row["cycles"])
+
+
+@needs_clang
+def test_depthwise_stem_streams_the_image():
+    """PhiNet's first layer, a depthwise map over the image in HyperRAM, reads the image tile by tile (each
+    band's rows within its slab) instead of waiting for all of it in L2 before its first band; outputs match
+    NumPy."""
+    job = _job(runner.Point("phinet", "core50", 1, 1.0, "paper"), "stem.dw.frozen")
+    plan, _, st, prog = job.program()
+    assert st.kind == "dw_fw" and plan.home(st.ins["x"]).memory == "hyperram"
+    args = re.search(r"odl_stream\(In, ODL_RAM, [^;]*\);", prog.files["st0.c"]).group(0).rstrip(");").split(", ")
+    assert int(args[-1].rstrip("u")) == 0
+    row = job.run()
+    assert row["ok"], row["outputs"]
