@@ -224,7 +224,7 @@ def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch):
     searched = []
     fast = Gen._mm_ksplit
 
-    def both(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem):
+    def both(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem, epi):
         best = None
         for tk in _cands(kdim, 16):
             for tn in _cands(n, 4):
@@ -239,10 +239,12 @@ def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch):
                     a_b = mt * nt * tm * (kt * t.a.pitch if t.a.xt else kdim + kt) * 2
                     w_b = mt * nt * tn * (kt * t.w.pitch if t.w.xt else kdim + kt) * 2 if fw \
                         else mt * nt * kdim * (t.w.pitch if t.w.xt else cp(tn)) * 2
-                    cost = max(compute, a_b / t.a.bw + w_b / t.w.bw) + mt * nt * kt * 3 * FORK_CYCLES
+                    cost = max(compute, a_b / t.a.bw + w_b / t.w.bw + epi(mt, nt, tm, tn)) + mt * nt * kt * 3 * FORK_CYCLES
+                    cost += (mt * nt * kt * Gen.waited_bytes(t.a, tm) / t.a.bw_ext if t.a.xt else 0.0) \
+                        + (mt * nt * kt * Gen.waited_bytes(t.w, tn) / t.w.bw_ext if fw and t.w.xt else 0)
                     if best is None or cost < best[0]:
                         best = (cost, tm, tn, tk)
-        got = fast(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem)
+        got = fast(self, m, n, kdim, fw, pool, ce, t, ext, slab, puts, rows_ps, mem, epi)
         assert got == best
         searched.append(got)
         return got
