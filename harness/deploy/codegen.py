@@ -32,6 +32,7 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 FUSED_ACTS = microkernel.ACTS   # the activations the product routines apply before their stores
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+SGD_TILE_CYCLES = 500       # an update's tile: its fork, barrier and the master's transfer commands
 # A weight gradient split over pixel tiles runs its 4x4 blocks from and back to FP32 accumulators in L1
 # (odl_mm4x4_run_acc), about this many cycles a block more than an unsplit one (MobileNetV2 CORe50 layer 4's
 # B17.project.wg at p 1, 240 x 720 over 256 pixels in tiles of 36 x 720 x 30: 466 cycles a block of 15 K-pairs,
@@ -1283,21 +1284,45 @@ class Gen:
         lr = a["lr"]
         lr16 = int(np.float16(-lr).view(np.uint16))
         neg2 = lr16 | (lr16 << 16)
-        fixed = (cp(a["c_out"]) * 2 + cp(a["k_out"]) * 2) + 6 * 16
-        tr = next((r for r in _cands(rows, 1) if fixed + r * (wp + gp) * 2 <= self.budget
-                   and (not t.Wt.ext or r * wp * 2 <= slab)), None)
-        if tr is None:
+        fixed = (cp(a["c_out"]) * 2 + cp(a["k_out"]) * 2) + 8 * 16
+        # With the weights or their gradient in external memory, two buffers of row tiles where the estimate
+        # says so, so that the transfers overlap the update: the longer of the two runs through, the shorter
+        # is exposed for one tile, and each tile costs a fork and the DMA commands (each tile's reads and
+        # writes within a slab; the even cuts into 2 to 64 tiles); otherwise one buffer of the largest tile,
+        # the transfers and the update one after the other. In L2 always the latter: the cluster DMA's reads
+        # and writes take as long as the update at least (two buffers made PhiNet CIFAR-10's B8.project.update
+        # 128.5 K -> 136.4 K cycles).
+        moved = rows * (2 * wp * 2 / t.Wt.bw + gp * 2 / t.G.bw)   # W in and out, the gradient in
+        update = rows * cp(cols) // 2 * 4 / self.cores     # a pair: two loads, the FMA, the store
+
+        def fits(r, bufs):
+            return fixed + bufs * r * (wp + gp) * 2 <= self.budget and not (t.Wt.ext and r * wp * 2 > slab) \
+                and not (t.G.xt and r * gp * 2 > t.G.sb)
+
+        serial = next((r for r in _cands(rows, 1) if fits(r, 1)), None)
+        best = None if serial is None else (moved + update + -(-rows // serial) * SGD_TILE_CYCLES, serial, False)
+        if t.Wt.ext or t.G.xt:   # (a small block's transfers are shorter than a tile's overhead: serial)
+            for cut in range(2, min(rows, 64) + 1):
+                r = -(-rows // cut)
+                if fits(r, 2):
+                    tiles = -(-rows // r)
+                    cost = max(moved, update) + min(moved, update) / tiles + tiles * SGD_TILE_CYCLES
+                    if best is None or cost < best[0]:
+                        best = (cost, r, True)
+        if best is None:
             self.fail(st, "one weight row")
+        _, tr, pipe = best
         lay = L1()
-        lay.add("w", tr * wp * 2)
-        lay.add("g", tr * gp * 2)
+        for k in (0, 1) if pipe else (0,):
+            lay.add(f"w{k}", tr * wp * 2)
+            lay.add(f"g{k}", tr * gp * 2)
         bias = "b" in st.ins
         if bias:
             lay.add("b", cp(a["c_out"]) * 2)
             lay.add("db", cp(a["k_out"]) * 2)
         return _NS(title=f"{st.name}: SGD on the {rows} x {cols} kept block" + (" of each tap" if conv else "")
                    + f" (lr {lr:g})", fn=fn, buf=lay.bufs, conv=conv, taps=a["k"] ** 2, c_in=a["c_in"], neg_lr=lr16,
-                   l1=lay.off, kind="sgd", rows=rows, cols=cols, wp=wp, gp=gp, tr=tr, neg_lr2=neg2, bias=bias,
+                   l1=lay.off, kind="sgd", rows=rows, cols=cols, wp=wp, gp=gp, tr=tr, neg_lr2=neg2, bias=bias, pipe=pipe,
                    bp=cp(a["c_out"]), bcols=a["k_out"], t=t, streams=list(t))
 
     def latents(self, st: Stage, fn: str) -> _NS:
