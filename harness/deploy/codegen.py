@@ -529,28 +529,9 @@ class Gen:
         # whole 4-row blocks: the product writes rows up to a multiple of 4 (odl_lib_matmul's m_pad)
         lay.add("out0", r4(tm) * cp(tn) * 2)
         lay.add("out1", r4(tm) * cp(tn) * 2)
-        if bias:
-            lay.add("bias16", cp(n) * 2)
-            lay.add("bias32", 4 * r4(n))   # the row micro-kernel reads whole groups of 4
-        if "Skip" in t:
-            lay.add("skip0", tm * cp(tn) * 2)
-            lay.add("skip1", tm * cp(tn) * 2)
-        if "Sto" in t:
-            lay.add("sto0", tm * cp(tn) * 2)
-            lay.add("sto1", tm * cp(tn) * 2)
-        for nm, on in (("st", stash), ("sx", sx)):
-            if on:
-                lay.add(f"{nm}0", tm * cp(min(tn, k_stash)) * 2)
-                lay.add(f"{nm}1", tm * cp(min(tn, k_stash)) * 2)
-        if keep_compact:
-            lay.add("keep", tm * cp(keep) * 2)
-        if pool:
-            lay.add("pool", 4 * -(-tm // rows_ps) * n)
-            lay.add("poolh", -(-tm // rows_ps) * cp(n) * 2)
-        if ce:
-            lay.add("label", 4 * ns)
-            lay.add("dz", tm * cp(n) * 2)
-            lay.add("loss", tm * 4)
+        # (the row micro-kernel reads whole groups of 4 biases)
+        self._mm_epilogue_bufs(lay, tm, tn, n, -(-tm // rows_ps) if pool else ns, bias, "Skip" in t, stash, sx,
+                               k_stash, keep_compact, keep, pool, ce, ce_samples=ns, sto="Sto" in t)
         streams = [k for k in t if k not in ("a", "w")]
         return _NS(title=f"{st.name}: {'forward' if fw else 'input gradient'}, {m} x {n} x {acols}, tiles {tm} x {tn}"
                          + (", weight-stationary" if order == "nm" else ""), est=best[0] + self.whole_cycles(t), stage_name=st.name,
