@@ -208,6 +208,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
         t = step.tensors[n]
         return [t.role, t.cols, t.rows, t.scope, t.samples(step), plan.home(n).memory]
     attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in st.attrs.items()}
+    wide = Gen(plan, plan.platform).wide_slab(st)
     return {"kind": st.kind, "attrs": attrs, "repeat": st.repeat, "variant": variant,
             "ins": {k: tdesc(v) for k, v in sorted(st.ins.items())},
             "outs": {k: tdesc(v) for k, v in sorted(st.outs.items())},
@@ -216,7 +217,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
             "platform": plan.platform.name, "seed": SEED,
             **({"scratch": plan.scratch_size} if plan.scratch_size > scratch_bytes(plan.platform)
                and any(plan.home(n).memory != "l2" for n in ins + outs) else {}),
-            **({"slab": Gen(plan, plan.platform).wide_slab(st)} if Gen(plan, plan.platform).wide_slab(st) else {}),
+            **({"slab": wide} if wide else {}),
             **({} if weights == "random" or not any(step.tensors[n].role in ("weight", "bias") for n in ins)
                else {"weights": [weights, st.layer.name if st.layer else ""]})}
 
