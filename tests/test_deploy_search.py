@@ -124,7 +124,7 @@ def _second_segment_plainly(base, cut, p, params, plat, placement, fits):
                         if t in made and step.tensors[t].scope == "chunk_f"}
             if len(crossing) != 1:
                 continue
-            score = sum(memplan._frozen_macs(st) for st in frozen[i:]) * (1 - step.n_f / n_f2)
+            score = sum(st.sample_macs() for st in frozen[i:]) * (1 - step.n_f / n_f2)
             if score <= 0 or (best_key is not None and (score, n_f2, i) <= best_key):
                 continue
             st2 = build_step(cut, p, params, n_f=step.n_f, n_t=step.n_t, n_f2=n_f2, split=i)

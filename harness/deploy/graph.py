@@ -121,6 +121,23 @@ class Stage:
     def tensors(self) -> list[str]:
         return list(dict.fromkeys(list(self.ins.values()) + list(self.outs.values())))
 
+    def sample_macs(self) -> int:
+        """Multiply-accumulates of one sample through the stage's product (0 for a stage without one)."""
+        a = self.attrs
+        if self.kind == "mm_fw":
+            return a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
+        if self.kind == "mm_ig" and a.get("wt"):   # a convolution's input gradient: the MACs of its taps that land
+            return a["useful_macs"]
+        if self.kind in ("mm_ig", "mm_wg"):
+            return a["h_out"] * a["w_out"] * a["k_in"] * a["k_out"]
+        if self.kind == "dw_fw":
+            return a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"]
+        if self.kind in ("dw_ig", "dw_wg"):
+            return a["h_out"] * a["w_out"] * a["k"] ** 2 * a["k_in"]
+        if self.kind == "conv_fw":
+            return a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"] * a["c_out"]
+        return 0
+
 
 @dataclass
 class Step:

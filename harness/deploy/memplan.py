@@ -429,7 +429,7 @@ def _second_segment(base: MemoryPlan, fits, frozen_in_flash, placement: str) -> 
         plan = ok(*known) if known[0] else None
         if plan is not None or not known[0]:
             return plan or base
-    macs = [_frozen_macs(st) for st in frozen]
+    macs = [st.sample_macs() for st in frozen]
     made: set = set()
     clean = []
     for i, st in enumerate(frozen):
@@ -450,15 +450,3 @@ def _second_segment(base: MemoryPlan, fits, frozen_in_flash, placement: str) -> 
             return plan
     _SECOND[key] = (0, 0)
     return base
-
-
-def _frozen_macs(st: Stage) -> int:
-    """Multiply-accumulates of one sample through a frozen stage (0 for those without a product)."""
-    a = st.attrs
-    if st.kind == "mm_fw":
-        return a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
-    if st.kind == "dw_fw":
-        return a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"]
-    if st.kind == "conv_fw":
-        return a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"] * a["c_out"]
-    return 0

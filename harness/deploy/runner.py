@@ -223,21 +223,7 @@ def content(plan: MemoryPlan, st: Stage, variant: str, weights: str = "random") 
 
 
 def stage_macs(step: Step, st: Stage) -> int:
-    a = st.attrs
-    ns = step.chunk_samples(st.repeat)
-    if st.kind == "mm_fw":
-        return ns * a["h_out"] * a["w_out"] * a["c_in"] * a["c_out"]
-    if st.kind == "mm_ig" and a.get("wt"):    # a convolution's input gradient: the MACs of its taps that land
-        return ns * a["useful_macs"]
-    if st.kind in ("mm_ig", "mm_wg"):
-        return ns * a["h_out"] * a["w_out"] * a["k_in"] * a["k_out"]
-    if st.kind == "dw_fw":
-        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"]
-    if st.kind in ("dw_ig", "dw_wg"):
-        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["k_in"]
-    if st.kind == "conv_fw":
-        return ns * a["h_out"] * a["w_out"] * a["k"] ** 2 * a["c_in"] * a["c_out"]
-    return 0
+    return step.chunk_samples(st.repeat) * st.sample_macs()
 
 
 @dataclass(eq=False)
