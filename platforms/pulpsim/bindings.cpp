@@ -160,6 +160,10 @@ static py::dict energy_counts(const Machine& mc, const Machine::Counts& k, const
 
 PYBIND11_MODULE(_pulpsim, m) {
   m.doc() = "Cycle-level PULP MCU simulator";
+#ifdef __F16C__
+  if (!__builtin_cpu_supports("f16c"))
+    throw std::runtime_error("this build of the simulator uses the F16C instructions this host lacks; rebuild it here: make install");
+#endif
   m.attr("ISA_SHA256") = isa_table_sha256;
   m.attr("SOURCE_SHA256") = PULPSIM_SOURCE_SHA256;
   m.def("op_table", []() {

@@ -5,6 +5,10 @@
 
 #include "fp.hpp"
 
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 namespace pulpsim {
 
 // ---- FP16 SIMD lanes (2 x binary16 in one 32-bit register) ----
@@ -55,14 +59,51 @@ static inline float h_to_f(uint16_t h) {
   return v;
 }
 
-static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
-  // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
-  // added to the binary32 accumulator.
+// The rare cases of vfdotpex.s.h, out of line so that its usual case stays small enough to inline: another
+// rounding mode, an accumulator near the bottom of binary32's range, a sum that overflows, or a lane that is
+// infinite or NaN.
+__attribute__((noinline)) static uint32_t vfdotpex_long(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm,
+                                                        uint32_t& fl) {
   uint16_t a0 = lane(a, 0), a1 = lane(a, 1), b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
   using fp::detail::F16;
   using fp::detail::F32;
-  const bool finite = !(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) |
-                        fp::detail::is_special<F16>(b0) | fp::detail::is_special<F16>(b1));
+  if (!(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) | fp::detail::is_special<F16>(b0) |
+        fp::detail::is_special<F16>(b1))) {
+    // Finite lanes: the conversions and the products are exact and raise nothing, so the products go
+    // to the sum as the exact doubles the long way would rebuild from their binary32 encodings.
+    double p0 = fp::detail::to_double<F16>(a0) * fp::detail::to_double<F16>(b0);
+    double p1 = fp::detail::to_double<F16>(a1) * fp::detail::to_double<F16>(b1);
+    uint32_t s = fp::detail::add_exact<F32>(p0, p1, rm, fl);
+    return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
+  }
+  uint32_t p0 = fp::mul32(fp::h_to_s(a0, fl), fp::h_to_s(b0, fl), rm, fl);
+  uint32_t p1 = fp::mul32(fp::h_to_s(a1, fl), fp::h_to_s(b1, fl), rm, fl);
+  uint32_t s = fp::add32(p0, p1, rm, fl);
+  return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
+}
+
+// The two products of the lanes of a and b, exact in binary32. Built with F16C (CMakeLists.txt adds it when
+// the build host has it) one instruction converts the four lanes, exactly, subnormals included.
+static inline void lane_products(uint32_t a, uint32_t b, float& p0, float& p1) {
+#ifdef __F16C__
+  const __m128 x = _mm_cvtph_ps(_mm_cvtsi32_si128((int)a));
+  const __m128 y = _mm_cvtph_ps(_mm_cvtsi32_si128((int)b));
+  const __m128 p = _mm_mul_ps(x, y);
+  p0 = _mm_cvtss_f32(p);
+  p1 = _mm_cvtss_f32(_mm_movehdup_ps(p));
+#else
+  p0 = h_to_f(lane(a, 0)) * h_to_f(lane(b, 0));
+  p1 = h_to_f(lane(a, 1)) * h_to_f(lane(b, 1));
+#endif
+}
+
+__attribute__((always_inline)) inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm, uint32_t& fl) {
+  // Products of two binary16 values are exact in binary32; the sum of the two products is rounded, then
+  // added to the binary32 accumulator.
+  if (rep) b = (b & 0xffffu) * 0x10001u;
+  // A lane is infinite or NaN when its exponent bits are all ones: adding one to them carries into its sign.
+  const uint32_t EXP = 0x7c007c00u, ONE = 0x04000400u, SIGN = 0x80008000u;
+  const bool finite = !((((a & EXP) + ONE) | ((b & EXP) + ONE)) & SIGN);
   // The usual case in host binary32, which rounds to nearest even as the long way does: finite lanes and
   // an accumulator that is zero or at least 2^-102. Then every value below is a multiple of 2^-125 (the
   // products of 2^-48, the accumulator's ulp of 2^-125 or more), so each nonzero one is a normal number:
@@ -71,7 +112,8 @@ static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, 
   // overflows takes the long way.
   const uint32_t ae = acc & 0x7f800000u;
   if (rm == fp::RNE && finite && ae != 0x7f800000u && (ae >= (25u << 23) || (acc & 0x7fffffffu) == 0)) {
-    const float p0 = h_to_f(a0) * h_to_f(b0), p1 = h_to_f(a1) * h_to_f(b1);   // exact
+    float p0, p1;
+    lane_products(a, b, p0, p1);
     const float s = p0 + p1;
     const float sb = s - p0, se = (p0 - (s - sb)) + (p1 - sb);                 // s + se == p0 + p1
     float c, y = neg ? -s : s;
@@ -85,18 +127,7 @@ static inline uint32_t vfdotpex(uint32_t acc, uint32_t a, uint32_t b, bool rep, 
       return out;
     }
   }
-  if (finite) {
-    // Finite lanes: the conversions and the products are exact and raise nothing, so the products go
-    // to the sum as the exact doubles the long way would rebuild from their binary32 encodings.
-    double p0 = fp::detail::to_double<F16>(a0) * fp::detail::to_double<F16>(b0);
-    double p1 = fp::detail::to_double<F16>(a1) * fp::detail::to_double<F16>(b1);
-    uint32_t s = fp::detail::add_exact<F32>(p0, p1, rm, fl);
-    return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
-  }
-  uint32_t p0 = fp::mul32(fp::h_to_s(lane(a, 0), fl), fp::h_to_s(b0, fl), rm, fl);
-  uint32_t p1 = fp::mul32(fp::h_to_s(lane(a, 1), fl), fp::h_to_s(b1, fl), rm, fl);
-  uint32_t s = fp::add32(p0, p1, rm, fl);
-  return neg ? fp::sub32(acc, s, rm, fl) : fp::add32(acc, s, rm, fl);
+  return vfdotpex_long(acc, a, b, false, neg, rm, fl);
 }
 
 }  // namespace pulpsim
