@@ -101,7 +101,7 @@ def elf_cache_dir() -> Path:
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
-          cache: bool = False, fixed: list | None = None, pch: Path | None = None) -> Path:
+          cache: bool = False, fixed: list | None = None, pch: Path | None = None, cached_as: dict | None = None) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
     like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
     libraries placed first in the program's code with every function of theirs kept, so that they lie
@@ -110,12 +110,14 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
     rerun after a change of the simulator alone simulates without compiling. PCH names a header every
     C source includes first: it is parsed once, into a precompiled header kept with the runtime's objects
-    (the objects are the same; a source it does not suit is compiled without it)."""
+    (the objects are the same; a source it does not suit is compiled without it). With `cache`, CACHED_AS
+    (a dict) gets the cached ELF's path under "elf"."""
     with hosttime.phase("compile"):
-        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch)
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch, cached_as)
 
 
-def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None) -> Path:
+def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None,
+           cached_as=None) -> Path:
     tc = tc or find()
     srcs = [Path(s) for s in sources]
     for s in srcs:
@@ -152,6 +154,8 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
             h.update(part if isinstance(part, bytes) else part.encode())
             h.update(b"\0")
         cached = elf_cache_dir() / f"{h.hexdigest()[:24]}.elf"
+        if cached_as is not None:
+            cached_as["elf"] = cached
         if cached.exists():
             shutil.copyfile(cached, output)
             hosttime.count("elf_cached")

@@ -87,3 +87,46 @@ def test_sweep_meta_has_the_host_split(tmp_path, elf_cache):
     assert host["elf_built"] == 2 and host["compile"] > 0 and res.outcome.host["simulate"] > 0
     again = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1, use_cache=False)
     assert again.outcome.host["elf_cached"] == 2 and again.outcome.host["elf_built"] == 0
+
+
+def _fresh(job):
+    import pickle
+    return pickle.loads(pickle.dumps(job))   # without what the job generated or recalled
+
+
+@needs_clang
+def test_stage_program_built_before_runs_without_being_generated(tmp_path, elf_cache, monkeypatch):
+    """A deployed stage job remembers the program it built: run again (a sweep after a change of the
+    simulator alone) it runs the cached ELF without generating its C, with the same provenance and row;
+    another generator, a damaged memo or a deleted ELF make it generate the program again."""
+    from harness.deploy import program as progmod
+    from harness.deploy import runner
+    _, jobs = runner.stage_jobs(runner.Point("phinet", "cifar10", 1, 0.7, "paper"))
+    job = min((j for j in jobs if j.mac_count), key=lambda j: j.mac_count)
+    first = _fresh(job)
+    prov, row = first.provenance(), first.run()
+    assert row["ok"]
+    memo = first._memo_path()
+    assert memo.exists()
+
+    def generated(*a, **k):
+        raise AssertionError("the stage program was generated again")
+    with monkeypatch.context() as m:
+        m.setattr(progmod, "stage_program", generated)
+        again = _fresh(job)
+        hosttime.reset()
+        assert again.provenance() == prov
+        row2 = again.run()
+        assert hosttime.take()["elf_cached"] == 1
+    assert {k: row2[k] for k in ("cycles", "instructions", "ok", "max_abs_err", "l1_bytes")} == \
+        {k: row[k] for k in ("cycles", "instructions", "ok", "max_abs_err", "l1_bytes")}
+    with monkeypatch.context() as m:
+        m.setattr(runner, "generator_digest", lambda: "another generator")
+        assert _fresh(job).recall() is None
+    saved = memo.read_text()
+    memo.write_text("{not json")
+    assert _fresh(job).recall() is None
+    memo.write_text(saved)
+    assert _fresh(job).recall() is not None
+    (elf_cache / json.loads(saved)["elf"]).unlink()
+    assert _fresh(job).recall() is None

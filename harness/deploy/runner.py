@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -279,6 +281,7 @@ class StageJob:
         workers fork, so that each inherits it instead of loading it again."""
         codegen.warm()
         asm_kernels()
+        generator_digest()
         runtime.prepare(platmod.load(platform))
         embedded.version()
         energy.op_classes()
@@ -286,19 +289,80 @@ class StageJob:
     def __getstate__(self):   # a job travels to a worker without what it generated here
         state = dict(self.__dict__)
         state.pop("_made", None)
+        state.pop("_recalled", None)
         return state
 
     def provenance(self) -> dict:
-        _, _, _, prog = self.program()
+        made = self.recall()
+        source = made.source_sha256 if made is not None else _source_hash(self.program()[3].c)
         tc = toolchain.find()
-        return {"source_sha256": _source_hash(prog.c), "toolchain": tc.describe(), "platform_sha256":
+        return {"source_sha256": source, "toolchain": tc.describe(), "platform_sha256":
                 platmod.load(self.platform).run_sha256, "simulator": embedded.version(), "backend": "embedded",
                 "defines": DEFINES}
 
     def run(self) -> dict:
+        made = self.recall()
+        if made is not None:
+            plan, st = self.context()
+            return run_stage_program(local_plan(plan, st, self.variant), st, self.variant, made, self.name,
+                                     model_tensors(self.point))
         plan, local, st, prog = self.program()
         self.__dict__.pop("_made", None)   # a sweep of one process keeps thousands of jobs: not their programs
-        return run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point))
+        cached_as: dict = {}
+        row = run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point), cached_as)
+        if cached_as.get("elf") is not None and cached_as["elf"].exists():
+            _write_memo(self._memo_path(), {"source_sha256": _source_hash(prog.c), "elf": cached_as["elf"].name,
+                                            "l1_bytes": prog.l1_bytes})
+        return row
+
+    # A rerun after a change of the simulator alone finds every program it built before, under the job's
+    # identity and the sources that generate programs: it runs the ELF without generating the C again.
+    def _memo_path(self) -> Path:
+        ident = {"point": repr(self.point), "chunks": [self.n_f, self.n_t, self.n_f2, self.split], "stage": self.stage,
+                 "variant": self.variant, "key": self.key, "generator": generator_digest()}
+        h = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+        return toolchain.elf_cache_dir() / "programs" / f"{h}.json"
+
+    def recall(self) -> "Recalled | None":
+        """The program this job built before (its ELF still in the cache), or None."""
+        if "_recalled" not in self.__dict__:
+            made = None
+            try:
+                memo = json.loads(self._memo_path().read_text())
+                elf = toolchain.elf_cache_dir() / memo["elf"]
+                if elf.exists():
+                    made = Recalled(elf, int(memo["l1_bytes"]), str(memo["source_sha256"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                made = None   # absent or damaged: generated again
+            self.__dict__["_recalled"] = made
+        return self.__dict__["_recalled"]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A stage program built before: its ELF in the cache, what its checks need of the program, and the
+    hash of its sources (the results cache's key)."""
+    elf: Path
+    l1_bytes: int
+    source_sha256: str
+
+
+@lru_cache(maxsize=None)
+def generator_digest() -> str:
+    """What generates and builds a stage program besides the job's identity: the source tree (Python,
+    templates, kernels, runtime, platforms and ISA tables; not the simulator's sources), the compiler
+    and the defines."""
+    from harness.experiments import cache as cachemod
+    return hashlib.sha256(json.dumps({"files": cachemod._files_digest(cachemod._tree_files()),
+                                      "toolchain": toolchain.find().describe(), "defines": DEFINES}).encode()).hexdigest()
+
+
+def _write_memo(path: Path, memo: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(memo, f)
+    os.replace(tmp, path)   # concurrent runs of the same job write the same memo
 
 
 def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
@@ -415,7 +479,7 @@ def _shared(name: str, text: str) -> Path:
     return path
 
 
-def build(prog: progmod.Program, plat, workdir: Path) -> Path:
+def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None) -> Path:
     srcs = []
     for name, text in prog.files.items():
         (workdir / name).write_text(text)    # kept beside the ELF for reading
@@ -425,7 +489,7 @@ def build(prog: progmod.Program, plat, workdir: Path) -> Path:
     fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
                            libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True,
-                           pch=INCLUDE / "odl_deploy.h")
+                           pch=INCLUDE / "odl_deploy.h", cached_as=cached_as)
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
@@ -458,8 +522,9 @@ def _check_external(plan: MemoryPlan, nbytes: dict, what: str) -> None:
                             f"({n} ends there) and platform {plan.platform.name} has {cap:,}")
 
 
-def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
-            what: str, timeline=None, kept: dict | None = None, poison: bool = False) -> tuple[dict, dict]:
+def execute(prog: progmod.Program | Recalled, plan: MemoryPlan, env: ref.Env, inputs: list[str], outputs: list[str],
+            what: str, timeline=None, kept: dict | None = None, poison: bool = False,
+            cached_as: dict | None = None) -> tuple[dict, dict]:
     """Build and run `prog` with `inputs` preloaded from env; returns (result, {output: bytes}). With a
     `timeline` request the run is recorded (result["timeline"]). `kept` (program.kept_tensors): the
     program copies those outputs as their updates end, and they are read from the copies. With `poison`,
@@ -472,7 +537,12 @@ def execute(prog: progmod.Program, plan: MemoryPlan, env: ref.Env, inputs: list[
              else step.tensors[n].rows * step.tensors[n].pitch * 2 for n in outputs}
     _check_external(plan, {**sizes, **{n: len(b) for n, b in images.items()}}, what)
     with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
-        elf_path = build(prog, plat, Path(tmp))
+        if isinstance(prog, Recalled):
+            with hosttime.phase("compile"):
+                elf_path = Path(shutil.copyfile(prog.elf, Path(tmp) / "program.elf"))
+                hosttime.count("elf_cached")
+        else:
+            elf_path = build(prog, plat, Path(tmp), cached_as)
         elf = elfmod.load(elf_path)
         _check_space(elf, plan, prog, what)
         pre = [(elf.symbols["__l2_heap_start"], POISON * (plan.arena // 2))] if poison else []
@@ -509,15 +579,15 @@ def compare(step: Step, name: str, raw: bytes, want, tol) -> dict:
     return d
 
 
-def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program, name: str,
-                      given: dict | None = None) -> dict:
+def run_stage_program(plan: MemoryPlan, st: Stage, variant: str, prog: progmod.Program | Recalled, name: str,
+                      given: dict | None = None, cached_as: dict | None = None) -> dict:
     step = plan.step
     ins, outs = stage_tensors(step, st, variant)
     rng = np.random.default_rng(SEED)
     env = random_env(step, ins, rng, given)
     chunk = 1 if variant == "acc" else 0
     before = {n: env.a[n].copy() for n in ins}
-    res, mem = execute(prog, plan, env, ins, outs, st.name)
+    res, mem = execute(prog, plan, env, ins, outs, st.name, cached_as=cached_as)
     with hosttime.phase("check"):
         return _checked_row(plan, st, variant, prog, name, env, before, chunk, res, mem)
 
