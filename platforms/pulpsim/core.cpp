@@ -198,6 +198,31 @@ __attribute__((always_inline)) inline uint32_t Core::load(uint32_t addr, int siz
   return v;
 }
 
+// A load of N bytes inside one word of L1, inline: the usual load of a kernel's loops. Its accounting is
+// that of load() and ld_rd() for such an access; every other load (L2, a peripheral, the cluster's alias of
+// L1, an access across a word) goes through ld_rd.
+template <int N>
+__attribute__((always_inline)) inline void Core::ld_l1(uint32_t rd, uint32_t addr, bool sign) {
+  const uint32_t o = addr - m->l1_base;
+  if (o >= m->l1_size || (uint32_t)N > m->l1_size - o || (addr & 3) + N > 4) {
+    ld_rd(rd, addr, N, sign);
+    return;
+  }
+  if (tcdm_busy) tcdm_access(o);
+  uint32_t v = rd_le(&m->l1[o], N);
+  if (sign) v = N == 1 ? (uint32_t)(int32_t)(int8_t)v : N == 2 ? (uint32_t)(int32_t)(int16_t)v : v;
+  ev[EV_LD]++;
+  ev[X_BUS] += lat_l1;
+  ev[X_ACC_L1]++;
+  ev[X_L1_RD1 + N - 1]++;
+  X[rd] = v;
+  extra += lat_l1;
+  if (rd) {
+    ready[rd] = t + lat_l1 + 1 + t_load_use;
+    ready_load[rd] = true;
+  }
+}
+
 void Core::ld_rd(uint32_t rd, uint32_t addr, int size, bool sign) {
   uint32_t total;
   uint32_t v = load(addr, size, sign, total);

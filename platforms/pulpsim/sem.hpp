@@ -191,7 +191,7 @@ static inline uint16_t avg16_gvsoc(uint16_t a, uint16_t b, int rm, uint32_t& fl)
     }                                      \
   } while (0)
 
-#define LD_RD(a, n, s) ld_rd(d->rd, (a), (n), (s))
+#define LD_RD(a, n, s) ld_l1<(n)>(d->rd, (a), (s))
 #define LD_FRD(a, n) ld_frd(d->rd, (a), (n))
 #define ST(a, n, v) st((a), (n), (v))
 #define ELW_RD(a) elw(d->rd, (a))

@@ -324,6 +324,7 @@ class Core {
   inline void count_l1_pieces(uint32_t addr, int size, bool write);
   int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
+  template <int N> inline void ld_l1(uint32_t rd, uint32_t addr, bool sign);
   void ld_frd(uint32_t rd, uint32_t addr, int size);
   void st(uint32_t addr, int size, uint32_t value);
   void div_cost(uint32_t divisor, bool is_signed);
@@ -414,7 +415,7 @@ class Core {
     ev[apu_idx] += lat - 1;
     ev[X_FDIV] += lat - 1;
   }
-  inline void tcdm_access(uint32_t l1_off) {
+  __attribute__((always_inline)) inline void tcdm_access(uint32_t l1_off) {
     uint32_t w = l1_off >> tcdm_shift;
     uint64_t& b = tcdm_busy[tcdm_mask ? w & tcdm_mask : w % tcdm_banks];
     if (b > t) {
