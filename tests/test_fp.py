@@ -791,6 +791,13 @@ def build_cases(rng: random.Random):
 # --------------------------------------------------------------------------------------------
 # Fixtures
 # --------------------------------------------------------------------------------------------
+def _host_has_f16c() -> bool:
+    try:
+        return any(line.startswith("flags") and " f16c" in line for line in open("/proc/cpuinfo"))
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     gxx = shutil.which("g++")
@@ -799,7 +806,9 @@ def driver(tmp_path_factory):
     assert HEADER.is_file() and DRIVER_SRC.is_file(), f"missing {HEADER} or {DRIVER_SRC}"
     out = tmp_path_factory.mktemp("fp") / "fp_driver"
     extra = os.environ.get("FP_TEST_CXXFLAGS", "").split()
-    cmd = [gxx, "-O2", "-std=c++17", "-Wall", "-Wextra", *extra, "-o", str(out), str(DRIVER_SRC)]
+    # as the simulator is built (CMakeLists.txt): with F16C where the host has it, whose paths are checked here
+    f16c = ["-mf16c"] if _host_has_f16c() else []
+    cmd = [gxx, "-O2", "-std=c++17", "-Wall", "-Wextra", *f16c, *extra, "-o", str(out), str(DRIVER_SRC)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"compiling fp_driver failed:\n{' '.join(cmd)}\n{proc.stderr}"
     return out, proc.stderr

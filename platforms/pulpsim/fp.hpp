@@ -49,6 +49,9 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #if defined(__FAST_MATH__)
 #error "fp.hpp needs strict IEEE-754 binary64 arithmetic; do not compile it with -ffast-math"
@@ -148,6 +151,22 @@ template <class F> static inline uint32_t round_pack(double x, int rm, uint32_t&
                 uint32_t r;
                 std::memcpy(&r, &f, sizeof r);
                 return r;
+            }
+        }
+    }
+    if constexpr (std::is_same_v<F, F16>) {
+        // The usual case for binary16, a normal result under RNE, rounded on the double's bits: the
+        // exponent and the kept fraction bits are one field, so adding half an ulp (less one, plus the
+        // kept lowest bit: ties to even) carries into the exponent as a rounding up must. A result that
+        // overflows takes the long way.
+        const uint64_t mag = d2u(x) & ~(1ull << 63);
+        constexpr int DROP = 53 - F::P;
+        if (rm == RNE && mag >= (uint64_t)(1023 + F::EMIN) << 52 && mag < (uint64_t)(1023 + F::EMAX + 1) << 52) {
+            const uint64_t r = ((mag + (1ull << (DROP - 1)) - 1 + ((mag >> DROP) & 1)) >> DROP) -
+                               ((uint64_t)(1023 - F::BIAS) << (F::P - 1));
+            if (r < F::EXPM) {
+                fl |= (uint32_t)((mag & ((1ull << DROP) - 1)) != 0) * NX;
+                return (std::signbit(x) ? F::SIGN : 0u) | (uint32_t)r;
             }
         }
     }
@@ -279,9 +298,21 @@ static inline uint32_t fma(uint32_t a, uint32_t b, uint32_t c, bool neg_prod, bo
         if (is_nan<F>(c)) return nan_result<F>(is_snan<F>(c), fl);
         return cc;                            // finite product + inf
     }
-    double p = to_double<F>(a) * to_double<F>(b);   // exact
+    double xa, xb, z;
+#ifdef __F16C__
+    if constexpr (std::is_same_v<F, F16>) {
+        // The three binary16 operands converted at once, exactly (F16C does not consult the host's
+        // denormals-are-zero mode, and its binary32 results are normal or zero).
+        float v[4];
+        _mm_storeu_ps(v, _mm_cvtph_ps(_mm_set_epi64x(0, (long long)(a | b << 16 | (uint64_t)cc << 32))));
+        xa = v[0], xb = v[1], z = v[2];
+    } else
+#endif
+    {
+        xa = to_double<F>(a), xb = to_double<F>(b), z = to_double<F>(cc);
+    }
+    double p = xa * xb;   // exact
     if (neg_prod) p = -p;
-    const double z = to_double<F>(cc);
     const double s = p + z;
     if (s == 0) return zero_sum_sign<F>(psign, cc & F::SIGN, rm);
     const double bv = s - p;                  // TwoSum
