@@ -138,6 +138,10 @@ static inline void wr_le(uint8_t* p, uint32_t value, int size) {
   }
 }
 
+static inline uint32_t sign_extend(uint32_t v, int size) {
+  return size == 1 ? (uint32_t)(int32_t)(int8_t)v : size == 2 ? (uint32_t)(int32_t)(int16_t)v : v;
+}
+
 // Which memory a data access reaches (an X_ACC_* event); L2 accesses also count their bytes, L1
 // accesses meet the banks.
 __attribute__((always_inline)) inline int Core::access_target(uint8_t* p, bool in_l1, int size) {
@@ -181,7 +185,7 @@ __attribute__((always_inline)) inline uint32_t Core::load(uint32_t addr, int siz
     total = 1;
     return 0;
   }
-  if (sign) v = size == 1 ? (uint32_t)(int32_t)(int8_t)v : size == 2 ? (uint32_t)(int32_t)(int16_t)v : v;
+  if (sign) v = sign_extend(v, size);
   total = lat + 1;
   ev[EV_LD]++;
   ev[X_BUS] += lat;
@@ -208,18 +212,23 @@ __attribute__((always_inline)) inline void Core::ld_l1(uint32_t rd, uint32_t add
     ld_rd(rd, addr, N, sign);
     return;
   }
-  if (tcdm_busy) tcdm_access(o);
-  uint32_t v = rd_le(&m->l1[o], N);
-  if (sign) v = N == 1 ? (uint32_t)(int32_t)(int8_t)v : N == 2 ? (uint32_t)(int32_t)(int16_t)v : v;
+  uint8_t* p = &m->l1[o];
+  ev[access_target(p, true, N)]++;
+  uint32_t v = rd_le(p, N);
+  if (sign) v = sign_extend(v, N);
   ev[EV_LD]++;
   ev[X_BUS] += lat_l1;
-  ev[X_ACC_L1]++;
-  ev[X_L1_RD1 + N - 1]++;
-  X[rd] = v;
-  extra += lat_l1;
-  if (rd) {
-    ready[rd] = t + lat_l1 + 1 + t_load_use;
-    ready_load[rd] = true;
+  count_l1_pieces(addr, N, false);
+  loaded(rd, v, lat_l1 + 1);
+}
+
+// The loaded value reaches register r (x or f) when the load's `total` cycles are over.
+__attribute__((always_inline)) inline void Core::loaded(uint32_t r, uint32_t v, uint32_t total) {
+  X[r] = v;
+  extra += total - 1;
+  if (r) {
+    ready[r] = t + total + t_load_use;
+    ready_load[r] = true;
   }
 }
 
@@ -232,25 +241,14 @@ void Core::ld_rd(uint32_t rd, uint32_t addr, int size, bool sign) {
     slow |= SLOW_SLEEP;
     return;
   }
-  X[rd] = v;
-  extra += total - 1;
-  if (rd) {
-    ready[rd] = t + total + t_load_use;
-    ready_load[rd] = true;
-  }
+  loaded(rd, v, total);
 }
 
 void Core::ld_frd(uint32_t rd, uint32_t addr, int size) {
   uint32_t total;
   uint32_t v = load(addr, size, false, total);
   if (size == 2) v |= 0xffff0000u;  // flh NaN-boxes (GVSoC fills the upper half with ones in x registers too)
-  uint32_t r = fo + rd;
-  X[r] = v;
-  extra += total - 1;
-  if (r) {
-    ready[r] = t + total + t_load_use;
-    ready_load[r] = true;
-  }
+  loaded(fo + rd, v, total);
 }
 
 void Core::st(uint32_t addr, int size, uint32_t value) {

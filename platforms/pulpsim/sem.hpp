@@ -3,11 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "fp.hpp"
-
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
+#include "fp.hpp"   // (and <immintrin.h> when built with F16C)
 
 namespace pulpsim {
 
@@ -62,9 +58,9 @@ static inline float h_to_f(uint16_t h) {
 // The rare cases of vfdotpex.s.h, out of line so that its usual case stays small enough to inline: another
 // rounding mode, an accumulator near the bottom of binary32's range, a sum that overflows, or a lane that is
 // infinite or NaN.
-__attribute__((noinline)) static uint32_t vfdotpex_long(uint32_t acc, uint32_t a, uint32_t b, bool rep, bool neg, int rm,
-                                                        uint32_t& fl) {
-  uint16_t a0 = lane(a, 0), a1 = lane(a, 1), b0 = lane(b, 0), b1 = rep ? b0 : lane(b, 1);
+// The lanes of b are the ones to multiply (the .r form's are replicated before).
+__attribute__((noinline)) static uint32_t vfdotpex_long(uint32_t acc, uint32_t a, uint32_t b, bool neg, int rm, uint32_t& fl) {
+  uint16_t a0 = lane(a, 0), a1 = lane(a, 1), b0 = lane(b, 0), b1 = lane(b, 1);
   using fp::detail::F16;
   using fp::detail::F32;
   if (!(fp::detail::is_special<F16>(a0) | fp::detail::is_special<F16>(a1) | fp::detail::is_special<F16>(b0) |
@@ -127,7 +123,7 @@ __attribute__((always_inline)) inline uint32_t vfdotpex(uint32_t acc, uint32_t a
       return out;
     }
   }
-  return vfdotpex_long(acc, a, b, false, neg, rm, fl);
+  return vfdotpex_long(acc, a, b, neg, rm, fl);
 }
 
 }  // namespace pulpsim

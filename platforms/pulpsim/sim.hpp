@@ -325,6 +325,7 @@ class Core {
   int mmio_target(uint32_t addr, int size) const;
   void ld_rd(uint32_t rd, uint32_t addr, int size, bool sign);
   template <int N> inline void ld_l1(uint32_t rd, uint32_t addr, bool sign);
+  inline void loaded(uint32_t r, uint32_t v, uint32_t total);
   void ld_frd(uint32_t rd, uint32_t addr, int size);
   void st(uint32_t addr, int size, uint32_t value);
   void div_cost(uint32_t divisor, bool is_signed);
