@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -290,13 +289,21 @@ class StageJob:
         state = dict(self.__dict__)
         state.pop("_made", None)
         state.pop("_recalled", None)
+        state.pop("_source", None)
         return state
 
-    def provenance(self) -> dict:
+    def source_sha256(self) -> str:
+        """The hash of the program's sources: the recalled program's, or the generated one's (once a job)."""
         made = self.recall()
-        source = made.source_sha256 if made is not None else _source_hash(self.program()[3].c)
+        if made is not None:
+            return made.source_sha256
+        if "_source" not in self.__dict__:
+            self.__dict__["_source"] = _source_hash(self.program()[3].c)
+        return self.__dict__["_source"]
+
+    def provenance(self) -> dict:
         tc = toolchain.find()
-        return {"source_sha256": source, "toolchain": tc.describe(), "platform_sha256":
+        return {"source_sha256": self.source_sha256(), "toolchain": tc.describe(), "platform_sha256":
                 platmod.load(self.platform).run_sha256, "simulator": embedded.version(), "backend": "embedded",
                 "defines": DEFINES}
 
@@ -307,11 +314,12 @@ class StageJob:
             return run_stage_program(local_plan(plan, st, self.variant), st, self.variant, made, self.name,
                                      model_tensors(self.point))
         plan, local, st, prog = self.program()
+        source = self.source_sha256()
         self.__dict__.pop("_made", None)   # a sweep of one process keeps thousands of jobs: not their programs
         cached_as: dict = {}
         row = run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point), cached_as)
         if cached_as.get("elf") is not None and cached_as["elf"].exists():
-            _write_memo(self._memo_path(), {"source_sha256": _source_hash(prog.c), "elf": cached_as["elf"].name,
+            _write_memo(self._memo_path(), {"source_sha256": source, "elf": cached_as["elf"].name,
                                             "l1_bytes": prog.l1_bytes})
         return row
 
@@ -353,7 +361,7 @@ def generator_digest() -> str:
     templates, kernels, runtime, platforms and ISA tables; not the simulator's sources), the compiler
     and the defines."""
     from harness.experiments import cache as cachemod
-    return hashlib.sha256(json.dumps({"files": cachemod._files_digest(cachemod._tree_files()),
+    return hashlib.sha256(json.dumps({"files": cachemod.sources_digest(),
                                       "toolchain": toolchain.find().describe(), "defines": DEFINES}).encode()).hexdigest()
 
 
@@ -539,8 +547,7 @@ def execute(prog: progmod.Program | Recalled, plan: MemoryPlan, env: ref.Env, in
     with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
         if isinstance(prog, Recalled):
             with hosttime.phase("compile"):
-                elf_path = Path(shutil.copyfile(prog.elf, Path(tmp) / "program.elf"))
-                hosttime.count("elf_cached")
+                elf_path = toolchain.copy_cached(prog.elf, Path(tmp) / "program.elf")
         else:
             elf_path = build(prog, plat, Path(tmp), cached_as)
         elf = elfmod.load(elf_path)

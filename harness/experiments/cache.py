@@ -128,9 +128,15 @@ def runtime_extras(platform: str) -> dict:
             "build_flags": " ".join(toolchain.flags(toolchain.find(), plat, "2"))}
 
 
+def sources_digest() -> str:
+    """The digest of the source tree's files (Python, templates, kernels, runtime, platforms, ISA tables),
+    the simulator's own sources excepted."""
+    return _files_digest(_tree_files())
+
+
 def tree_digest(toolchain_desc: str, simulator: str) -> str:
     import numpy
-    return sha256(canonical({"files": _files_digest(_tree_files()), "python": pyplatform.python_version(),
+    return sha256(canonical({"files": sources_digest(), "python": pyplatform.python_version(),
                              "numpy": numpy.__version__, "toolchain": toolchain_desc, "simulator": simulator,
                              "schema": SCHEMA}))
 
