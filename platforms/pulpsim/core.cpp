@@ -314,6 +314,10 @@ int Core::rm_invalid(int rm) {
 // The loop counts an instruction before executing it: a CSR instruction that reads or writes the
 // counters (`during_csr`) is not yet one of them, as on the hardware (a 32-bit one: not RVC).
 void Core::sync_counts(bool during_csr) {
+  if (m->running == this) {   // the cycles of the turn so far (Machine::run adds the rest as the turn ends)
+    ev[EV_CYCLES] += cycle - cycles_from;
+    cycles_from = cycle;
+  }
   uint64_t n = 0, rvc = 0;
   for (int o = 0; o < OP_COUNT; o++) {
     n += op_count[o];
@@ -505,7 +509,7 @@ void Core::refill(uint32_t line) {
       return mm->cl_icache_l1.access(line, now, l1_miss, [] { return (uint64_t)0; });
     });
   }
-  fetch_line = line;
+  fetching(line);
   t += cost;
   ev[EV_IMISS] += cost;
 }
@@ -562,16 +566,15 @@ bool Core::hwloop_step(uint32_t at) {
   return back;
 }
 
-static const uint64_t RUN_AHEAD = 64;
-
 // Whether the refills the instruction at `pc` needs touch only this core's state: the FC's icache is
 // its own, a disabled cluster icache costs a fixed time, and a hit in the core's L0 goes no further.
-// The L0 slots of the hits are kept in `slot_line` and `slot_next` for fetch_refill: a hit changes
+// The L0 slots of the hits are kept in `slot_line` and `slot_next` for fetch_lines: a hit changes
 // nothing, so they stay valid until the instruction's refills.
-inline bool Core::refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const {
+inline bool Core::refill_private(int& slot_line, int& slot_next) const {
   if (is_fc || !cl_icache_on) return true;
-  if (new_line && (slot_line = icache.find(line)) < 0) return false;
-  return !straddle || (slot_next = icache.find(line + 1)) >= 0;
+  const uint32_t line = pc >> line_shift;
+  if (on_new_line() && (slot_line = icache.find(line)) < 0) return false;
+  return !straddles() || (slot_next = icache.find(line + 1)) >= 0;
 }
 
 // refill(), inline but for a miss: no cache, or a hit in the core's own first level (the FC's icache, a
@@ -586,7 +589,7 @@ __attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int
       return;
     }
     uint64_t r = icache.ready[k];
-    fetch_line = line;
+    fetching(line);
     if (r > cycle) {   // the line is still arriving; else the hit costs nothing (and t stays as it is)
       cost = r - cycle;
       t += cost;
@@ -597,9 +600,18 @@ __attribute__((always_inline)) inline void Core::fetch_refill(uint32_t line, int
   // no cache: every line comes from L2 (refill()'s path, inline)
   cost = (uint64_t)fetch_latency;
   refilled();
-  fetch_line = line;
+  fetching(line);
   t += cost;
   ev[EV_IMISS] += cost;
+}
+
+// The refills of the instruction at pc, once it is known to need a line other than the one the core
+// fetches from: its own line when the core is not on it, then the next when it straddles two.
+__attribute__((always_inline)) inline void Core::fetch_lines(int slot_line, int slot_next) {
+  const uint32_t line = pc >> line_shift;
+  const bool straddle = straddles();   // (before the first refill moves the core to the line)
+  if (on_new_line()) fetch_refill(line, slot_line);
+  if (straddle) fetch_refill(line + 1, slot_next);
 }
 
 // A shared FPU orders the claims of the cores that issue to it, so an FP op past the core's turn is
@@ -621,39 +633,51 @@ template <bool TRACE, bool TIMELINE>
 Status Core::run(uint64_t limit, uint64_t bound) {
   turn_bound = bound;
   uint64_t stop = std::min(limit, m->poll_at);  // the cycle limit, or the next host poll before it
+  set_checks(stop);
   const uint32_t text_lo = m->text_lo, text_span = m->text_hi - m->text_lo;
   const Insn* const dc = m->dcache.data();
+  const Insn* d;
+  bool lines;   // whether the instruction needs a line other than the one the core fetches from
+  // The instruction at pc, from the decode cache first (its slots are filled by fetch, emptied by stores
+  // into the text), and whether it needs another line. (A fetch that faults ends the run: the fault is
+  // recorded.)
+#define PULPSIM_LOCATE()                                                              \
+  do {                                                                                \
+    uint32_t o = pc - text_lo;                                                        \
+    if (o < text_span && dc[o >> 1].op != OP_UNDECODED) {                             \
+      d = &dc[o >> 1];                                                                \
+    } else if (!(d = fetch(pc, tmp_insn))) {                                          \
+      return m->status;                                                               \
+    }                                                                                 \
+    lines = pc - fetch_base >= fetch_span;                                            \
+  } while (0)
   while (true) {
-    if (cycle >= stop) {
-      if (cycle >= limit) return Status::CycleLimit;
-      if (m->poll_host(cycle)) return m->status;
-      stop = std::min(limit, m->poll_at);
-    }
-    // the decode cache first (its slots are filled by fetch, emptied by stores into the text)
-    const Insn* d;
-    uint32_t o = pc - text_lo;
-    if (o < text_span && dc[o >> 1].op != OP_UNDECODED)
-      d = &dc[o >> 1];
-    else
-      d = fetch(pc, tmp_insn);
-    // The lines the instruction needs: its own when the core is not on it, and the next one when it
-    // starts 2 bytes before a line's end (the prefetcher always asks for 4 bytes).
-    const uint32_t line = pc >> line_shift;
-    const bool straddle = (pc & line_mask) == line_mask - 1;
-    const bool new_line = line != fetch_line;
     int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
-    if (cycle > turn_bound) {
-      // Past its turn, a core may still run ahead a little on instructions that touch nothing shared
-      // (no memory, no shared FPU, no refill from the shared icache): they cannot observe or affect
-      // another core, so running them early changes no cycle count and keeps the order of every
-      // shared interaction. It saves a trip through the scheduler per instruction.
-      if (!d || cycle > turn_bound + RUN_AHEAD || !is_private(d)) break;
-      if (new_line || straddle) {
-        if (!ahead_refills || !refill_private(line, new_line, straddle, slot_line, slot_next)) break;
-        if (cycle > ahead_refill_t) ahead_refill_t = cycle;
+    if (cycle < check_at) {   // within the turn, before the stop
+      PULPSIM_LOCATE();
+    } else {
+      if (cycle >= ahead_stop) {
+        if (cycle < stop) break;   // RUN_AHEAD cycles past the turn
+        if (cycle >= limit) return Status::CycleLimit;
+        if (m->poll_host(cycle)) return m->status;
+        stop = std::min(limit, m->poll_at);
+        set_checks(stop);
+        if (cycle >= ahead_stop) break;   // (the stop is now later, and so is any check but the turn's)
+      }
+      PULPSIM_LOCATE();
+      // Before ahead_stop, hence before the stop: past the turn's bound. Past its turn, a core may still
+      // run ahead a little on instructions that touch nothing shared (no memory, no shared FPU, no refill
+      // from the shared icache): they cannot observe or affect another core, so running them early
+      // changes no cycle count and keeps the order of every shared interaction. It saves a trip through
+      // the scheduler per instruction.
+      if (cycle >= check_at) {
+        if (!is_private(d)) break;
+        if (lines) {
+          if (!ahead_refills || !refill_private(slot_line, slot_next)) break;
+          if (cycle > ahead_refill_t) ahead_refill_t = cycle;
+        }
       }
     }
-    if (!d) return m->status;
     if (TIMELINE) {   // before the instruction: its issue cycle, the counters up to it
       Timeline& tl = *m->timeline;
       if (cycle >= tl_next) tl.sample(*this);
@@ -663,8 +687,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     }
     t = cycle;
     extra = 0;
-    if (new_line) fetch_refill(line, slot_line);
-    if (straddle) fetch_refill(line + 1, slot_next);
+    if (lines) fetch_lines(slot_line, slot_next);
     npc = pc + d->size;
     // Counted here, with the op the switch reads anyway (also the INSTR and RVC counters:
     // sync_counts); an instruction that faults is taken back below.
@@ -690,9 +713,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
       extra += t_hwloop_overhead;
       ev[X_HWLOOP] += t_hwloop_overhead;
     }
-    uint64_t before = cycle;
     cycle = t + 1 + extra;
-    ev[EV_CYCLES] += cycle - before;
     if (TRACE && m->trace) {
       std::string s = disasm(d->raw, pc, m->fp_separate);
       std::fprintf(m->trace, "%llu %d %08x %0*x %s\n", (unsigned long long)t, index, pc, d->size * 2, d->raw, s.c_str());
@@ -711,6 +732,8 @@ Status Core::run(uint64_t limit, uint64_t bound) {
   }
   return Status::Running;
 }
+
+#undef PULPSIM_LOCATE
 
 template Status Core::run<true, false>(uint64_t, uint64_t);
 template Status Core::run<false, false>(uint64_t, uint64_t);

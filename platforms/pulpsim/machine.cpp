@@ -550,8 +550,10 @@ Status Machine::run(uint64_t max_cycles) {
     }
     last = c;
     running = c;
+    c->cycles_from = c->cycle;
     Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
                         : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
+    c->ev[EV_CYCLES] += c->cycle - c->cycles_from;
     running = nullptr;
     if (s == Status::CycleLimit) {
       status = Status::CycleLimit;

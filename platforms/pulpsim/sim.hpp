@@ -249,6 +249,21 @@ class Core {
   // (addresses equal in their low 12 bits make the host wait for a store to a different address).
   uint32_t pc = 0;
   uint64_t turn_bound = 0;  // the last cycle of this core's turn (Machine::lower_bound), kept beside pc and t
+  // Active cycles are counted per turn, not per instruction: those from here to `cycle` are not yet in
+  // ev[EV_CYCLES] (Machine::run adds them as the turn ends, sync_counts when read during it).
+  uint64_t cycles_from = 0;
+  // How far past its turn a core may run ahead (Core::run), in cycles.
+  static constexpr uint64_t RUN_AHEAD = 64;
+  // Where the loop must look up from its usual path, so that one compare an instruction covers the turn's
+  // bound and the stop (the cycle limit or the next host poll): check_at, the smaller of turn_bound + 1 and
+  // the stop; ahead_stop, the smaller of turn_bound + RUN_AHEAD + 1 and the stop (set_checks).
+  uint64_t check_at = 0;
+  uint64_t ahead_stop = 0;
+  static uint64_t past_bound(uint64_t bound, uint64_t n) { return bound > UINT64_MAX - n ? UINT64_MAX : bound + n; }
+  void set_checks(uint64_t stop) {
+    check_at = std::min(past_bound(turn_bound, 1), stop);
+    ahead_stop = std::min(past_bound(turn_bound, RUN_AHEAD + 1), stop);
+  }
   // State the loop reads, kept beside it for the same reason: the cluster's icache switch (set for every
   // cluster core by a write to the cluster's icache control), a copy of Machine::ahead_refills (at the start
   // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
@@ -260,7 +275,11 @@ class Core {
   uint32_t extra = 0;      // cycles beyond the first that it occupies
   uint32_t npc = 0;
   // fetch
-  uint32_t fetch_line = 0xffffffffu;
+  // The line the core fetches from: its first byte, and how far past it an instruction may start without
+  // needing another line (0 before the first fetch; after it the line's size - 2, as an instruction that
+  // starts 2 bytes before the line's end needs the next line too). One compare an instruction.
+  uint32_t fetch_base = 0;
+  uint32_t fetch_span = 0;
   uint32_t line_shift = 4; // log2 of the fetch line (fc.fetch_line / cluster.fetch_line)
   uint32_t line_mask = 15;
   bool hwl_active = false;
@@ -355,8 +374,17 @@ class Core {
   bool hwloop_step(uint32_t pc);
   bool is_private(const Insn* d) const;
   bool fpu_ahead() const;
-  bool refill_private(uint32_t line, bool new_line, bool straddle, int& slot_line, int& slot_next) const;
+  bool refill_private(int& slot_line, int& slot_next) const;
   void fetch_refill(uint32_t line, int slot);
+  void fetch_lines(int slot_line, int slot_next);
+  void fetching(uint32_t line) {
+    fetch_base = line << line_shift;
+    fetch_span = line_mask - 1;
+  }
+  // Of the instruction at pc: whether it starts on a line other than the one the core fetches from, and
+  // whether it also needs the next line (the prefetcher always asks for 4 bytes).
+  bool on_new_line() const { return fetch_span == 0 || (pc & ~line_mask) != fetch_base; }
+  bool straddles() const { return (pc & line_mask) == line_mask - 1; }
 
 
   __attribute__((always_inline)) inline void stall_on(int r) {
@@ -570,7 +598,11 @@ class Machine {
   // New events and wake-ups during a turn: the running core yields once past b. Between turns there is
   // nothing to lower: the next turn's bound is computed from the events and the cores' keys.
   void lower_bound(uint64_t b) {
-    if (running && b < running->turn_bound) running->turn_bound = b;
+    if (running && b < running->turn_bound) {
+      running->turn_bound = b;
+      running->check_at = std::min(running->check_at, b + 1);
+      running->ahead_stop = std::min(running->ahead_stop, Core::past_bound(b, Core::RUN_AHEAD + 1));
+    }
   }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
