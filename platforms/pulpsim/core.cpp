@@ -653,30 +653,30 @@ Status Core::run(uint64_t limit, uint64_t bound) {
   } while (0)
   while (true) {
     int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
-    if (cycle < check_at) {   // within the turn, before the stop
-      PULPSIM_LOCATE();
-    } else {
+    if (cycle >= check_at) {   // past the turn's bound, or at the stop
       if (cycle >= ahead_stop) {
         if (cycle < stop) break;   // RUN_AHEAD cycles past the turn
         if (cycle >= limit) return Status::CycleLimit;
         if (m->poll_host(cycle)) return m->status;
         stop = std::min(limit, m->poll_at);
-        set_checks(stop);
-        if (cycle >= ahead_stop) break;   // (the stop is now later, and so is any check but the turn's)
+        set_checks(stop);   // (the stop is now later, and so is every check but the turn's)
+        if (cycle < check_at) goto in_turn;
+        if (cycle >= ahead_stop) break;
       }
-      PULPSIM_LOCATE();
       // Before ahead_stop, hence before the stop: past the turn's bound. Past its turn, a core may still
       // run ahead a little on instructions that touch nothing shared (no memory, no shared FPU, no refill
       // from the shared icache): they cannot observe or affect another core, so running them early
       // changes no cycle count and keeps the order of every shared interaction. It saves a trip through
       // the scheduler per instruction.
-      if (cycle >= check_at) {
-        if (!is_private(d)) break;
-        if (lines) {
-          if (!ahead_refills || !refill_private(slot_line, slot_next)) break;
-          if (cycle > ahead_refill_t) ahead_refill_t = cycle;
-        }
+      PULPSIM_LOCATE();
+      if (!is_private(d)) break;
+      if (lines) {
+        if (!ahead_refills || !refill_private(slot_line, slot_next)) break;
+        if (cycle > ahead_refill_t) ahead_refill_t = cycle;
       }
+    } else {
+    in_turn:
+      PULPSIM_LOCATE();
     }
     if (TIMELINE) {   // before the instruction: its issue cycle, the counters up to it
       Timeline& tl = *m->timeline;
