@@ -449,6 +449,10 @@ Status Machine::run(uint64_t max_cycles) {
   for (auto& k : cores) k->ahead_refills = ahead_refills;
   keys.assign(ncores, UINT64_MAX);
   keys_stale = true;
+  // the loop of a turn, chosen once: with or without a trace and a timeline
+  Status (Core::*const turn)(uint64_t, uint64_t) =
+      timeline ? (trace ? &Core::run<true, true> : &Core::run<false, true>)
+               : (trace ? &Core::run<true, false> : &Core::run<false, false>);
   Core* last = nullptr;   // the core of the last turn
   uint64_t big = 0;       // every cycle of a key, or-ed: keys are exact while it leaves room for the position
   while (status == Status::Running) {
@@ -551,8 +555,7 @@ Status Machine::run(uint64_t max_cycles) {
     last = c;
     running = c;
     c->cycles_from = c->cycle;
-    Status s = timeline ? (trace ? c->run<true, true>(max_cycles, bound) : c->run<false, true>(max_cycles, bound))
-                        : (trace ? c->run<true, false>(max_cycles, bound) : c->run<false, false>(max_cycles, bound));
+    Status s = (c->*turn)(max_cycles, bound);
     c->ev[EV_CYCLES] += c->cycle - c->cycles_from;
     running = nullptr;
     if (s == Status::CycleLimit) {
