@@ -242,3 +242,31 @@ def test_an_icache_flush_behind_a_run_ahead_runs_again(build_c, platform):
     r = embedded.run(elf, plat)
     assert r["status"] == "exit" and r["exit_code"] == 0
     _same_run(r, embedded._run(elf, plat, None, None, None, None, None, ahead_refills=False))
+
+
+def _simulated(r):
+    """Every simulated figure of a run (the host's timing aside): what run-ahead must leave as it is."""
+    return {k: v for k, v in r.items() if k not in ("mips", "host_seconds")}
+
+
+@pytest.mark.parametrize("platform", ["pulp-open", "paper"])
+@pytest.mark.parametrize("prog", ["cl_fork_reduce.c", "cl_micro.c", "cl_dma_copy.c", "bench loop"])
+def test_run_ahead_reproduces_the_schedule_of_one_instruction_at_a_time(build_c, build_dir, platform, prog):
+    """A core past its turn runs ahead only on what touches nothing shared (no memory, an FPU it shares only
+    while its peers come later, no refill from the shared icache): with run-ahead off (`run_ahead` 0) every
+    core stops at its turn's end, the plain schedule by (cycle, position). Every counter of every core, both
+    DMAs and the energy must come out the same; the bench loop shares the FPUs of `pulp-open` in pairs."""
+    from harness import platform as platmod, toolchain
+    from harness.backends import embedded
+    from harness.bench_sim import BENCH
+
+    plat = platmod.load(platform)
+    if prog == "bench loop":
+        elf = toolchain.build([BENCH / "sim_loop_cluster.c"], build_dir / f"bench_loop_{platform}.elf", plat,
+                              opt="2", defines=["ITERS=2000"])
+    else:
+        elf = build_c(src(prog), platform=platform)
+    ahead = embedded._run(elf, plat, None, None, None, None, None)
+    plain = embedded._run(elf, plat, None, None, None, None, None, run_ahead=0)
+    assert ahead["status"] == "exit" and ahead["exit_code"] == 0, ahead["stdout"]
+    assert _simulated(ahead) == _simulated(plain)

@@ -57,7 +57,8 @@ def run(elf_path, platform: Platform, max_cycles: int | None = None, trace: str 
         return r
 
 
-def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timeline, ahead_refills=True) -> dict:
+def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timeline, ahead_refills=True,
+         run_ahead=None) -> dict:
     sim = simulator()
     limit = max_cycles if max_cycles is not None else DEFAULT_MAX_CYCLES
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= UINT64_MAX:
@@ -89,6 +90,8 @@ def _run(elf_path, platform: Platform, max_cycles, trace, read, preload, timelin
         from harness import timeline as tlmod
         names = tlmod.arm(m, prog, timeline)
     m.ahead_refills = ahead_refills
+    if run_ahead is not None:   # 0: one instruction at a time past a turn (what run-ahead must reproduce)
+        m.run_ahead = run_ahead
     m.start(prog.entry)
     r = m.run(limit, trace or "")
     cores = r["cores"]

@@ -209,6 +209,7 @@ PYBIND11_MODULE(_pulpsim, m) {
       })
       .def("set_text", &Machine::set_text)
       .def_readwrite("ahead_refills", &Machine::ahead_refills)
+      .def_readwrite("run_ahead", &Machine::run_ahead)
       // Record a timeline of the next run: spans that overlap [from, to), at most max_samples counter
       // samples per core and max_spans spans; `functions` lists (entry address, index >= 1) of the
       // functions whose calls become spans.

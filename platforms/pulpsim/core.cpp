@@ -655,7 +655,7 @@ Status Core::run(uint64_t limit, uint64_t bound) {
     int slot_line = -1, slot_next = -1;   // their L0 slots when the run-ahead check found them (hits)
     if (cycle >= check_at) {   // past the turn's bound, or at the stop
       if (cycle >= ahead_stop) {
-        if (cycle < stop) break;   // RUN_AHEAD cycles past the turn
+        if (cycle < stop) break;   // run_ahead cycles past the turn
         if (cycle >= limit) return Status::CycleLimit;
         if (m->poll_host(cycle)) return m->status;
         stop = std::min(limit, m->poll_at);

@@ -446,7 +446,10 @@ Status Machine::run(uint64_t max_cycles) {
   uint64_t spin_stores = 0, spin_since = UINT64_MAX;
   uint32_t spin_pc = 0;
   const size_t ncores = cores.size();
-  for (auto& k : cores) k->ahead_refills = ahead_refills;
+  for (auto& k : cores) {
+    k->ahead_refills = ahead_refills;
+    k->run_ahead = run_ahead;
+  }
   keys.assign(ncores, UINT64_MAX);
   keys_stale = true;
   // the loop of a turn, chosen once: with or without a trace and a timeline

@@ -252,17 +252,17 @@ class Core {
   // Active cycles are counted per turn, not per instruction: those from here to `cycle` are not yet in
   // ev[EV_CYCLES] (Machine::run adds them as the turn ends, sync_counts when read during it).
   uint64_t cycles_from = 0;
-  // How far past its turn a core may run ahead (Core::run), in cycles.
-  static constexpr uint64_t RUN_AHEAD = 64;
+  // How far past its turn a core may run ahead (Core::run), in cycles: a copy of Machine::run_ahead.
+  uint64_t run_ahead = 0;
   // Where the loop must look up from its usual path, so that one compare an instruction covers the turn's
   // bound and the stop (the cycle limit or the next host poll): check_at, the smaller of turn_bound + 1 and
-  // the stop; ahead_stop, the smaller of turn_bound + RUN_AHEAD + 1 and the stop (set_checks).
+  // the stop; ahead_stop, the smaller of turn_bound + run_ahead + 1 and the stop (set_checks).
   uint64_t check_at = 0;
   uint64_t ahead_stop = 0;
   static uint64_t past_bound(uint64_t bound, uint64_t n) { return bound > UINT64_MAX - n ? UINT64_MAX : bound + n; }
   void set_checks(uint64_t stop) {
     check_at = std::min(past_bound(turn_bound, 1), stop);
-    ahead_stop = std::min(past_bound(turn_bound, RUN_AHEAD + 1), stop);
+    ahead_stop = std::min(past_bound(turn_bound, run_ahead + 1), stop);
   }
   // State the loop reads, kept beside it for the same reason: the cluster's icache switch (set for every
   // cluster core by a write to the cluster's icache control), a copy of Machine::ahead_refills (at the start
@@ -601,7 +601,7 @@ class Machine {
     if (running && b < running->turn_bound) {
       running->turn_bound = b;
       running->check_at = std::min(running->check_at, b + 1);
-      running->ahead_stop = std::min(running->ahead_stop, Core::past_bound(b, Core::RUN_AHEAD + 1));
+      running->ahead_stop = std::min(running->ahead_stop, Core::past_bound(b, running->run_ahead + 1));
     }
   }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
@@ -609,6 +609,9 @@ class Machine {
   // disabled cluster icache, the FC's icache): exact unless an icache control write (enable, flush) lands
   // at or before the latest such refill; the run then stops with Status::Rerun and is run again without.
   bool ahead_refills = true;      // (each core reads its copy, Core::ahead_refills, and keeps its Core::ahead_refill_t)
+  // How many cycles past its turn a core may run ahead on instructions that touch nothing shared. 0 runs
+  // the schedule of one instruction at a time that run-ahead must reproduce exactly (tests compare the two).
+  uint64_t run_ahead = 64;
   void icache_write(const Core& c);
   uint64_t timed_seq = 0;
   void schedule(uint64_t time, int kind, uint32_t a, uint32_t b = 0);
