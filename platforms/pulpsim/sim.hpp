@@ -264,6 +264,12 @@ class Core {
     check_at = std::min(past_bound(turn_bound, 1), stop);
     ahead_stop = std::min(past_bound(turn_bound, run_ahead + 1), stop);
   }
+  // The turn ends sooner (Machine::lower_bound): the same two checks, with the stop they already hold.
+  void lower_turn_bound(uint64_t b) {
+    turn_bound = b;
+    check_at = std::min(check_at, past_bound(b, 1));
+    ahead_stop = std::min(ahead_stop, past_bound(b, run_ahead + 1));
+  }
   // State the loop reads, kept beside it for the same reason: the cluster's icache switch (set for every
   // cluster core by a write to the cluster's icache control), a copy of Machine::ahead_refills (at the start
   // of a run), and the latest cycle of a refill this core ran ahead of its turn (Machine::icache_write).
@@ -598,11 +604,7 @@ class Machine {
   // New events and wake-ups during a turn: the running core yields once past b. Between turns there is
   // nothing to lower: the next turn's bound is computed from the events and the cores' keys.
   void lower_bound(uint64_t b) {
-    if (running && b < running->turn_bound) {
-      running->turn_bound = b;
-      running->check_at = std::min(running->check_at, b + 1);
-      running->ahead_stop = std::min(running->ahead_stop, Core::past_bound(b, running->run_ahead + 1));
-    }
+    if (running && b < running->turn_bound) running->lower_turn_bound(b);
   }
   uint64_t stores = 0;       // stores by any core: evidence that a spinning FC can still change something
   // Run-ahead across instruction-line refills that touch only the core's own state (a hit in its L0, a
