@@ -1005,53 +1005,42 @@ void odl_lib_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, 
  * Rows split across the cores; each core steps its pixels' coordinates without dividing. Channels move
  * as words when c is even (every column block starts at an even half), one half at a time otherwise; four
  * a turn, their loads first (no load-use stall, one taken branch for four). */
+#define ODL_COPY_RUN(d, s, n)                                                                 \
+  do {                                                                                        \
+    int i_ = 0;                                                                               \
+    for (; i_ + 4 <= (n); i_ += 4) {                                                          \
+      __typeof__(*(s)) a_ = (s)[i_], b_ = (s)[i_ + 1], e_ = (s)[i_ + 2], f_ = (s)[i_ + 3];    \
+      (d)[i_] = a_;                                                                           \
+      (d)[i_ + 1] = b_;                                                                       \
+      (d)[i_ + 2] = e_;                                                                       \
+      (d)[i_ + 3] = f_;                                                                       \
+    }                                                                                         \
+    for (; i_ < (n); i_++) (d)[i_] = (s)[i_];                                                 \
+  } while (0)
+#define ODL_ZERO_RUN(d, n)                                                                    \
+  do {                                                                                        \
+    int i_ = 0;                                                                               \
+    for (; i_ + 4 <= (n); i_ += 4) {                                                          \
+      (d)[i_] = 0;                                                                            \
+      (d)[i_ + 1] = 0;                                                                        \
+      (d)[i_ + 2] = 0;                                                                        \
+      (d)[i_ + 3] = 0;                                                                        \
+    }                                                                                         \
+    for (; i_ < (n); i_++) (d)[i_] = 0;                                                       \
+  } while (0)
+
 static inline void odl_copy_c(f16 *d, const f16 *s, int c) {
-  if (!(c & 1)) {
-    uint32_t *dv = (uint32_t *)d;
-    const uint32_t *sv = (const uint32_t *)s;
-    int i = 0, n = c / 2;
-    for (; i + 4 <= n; i += 4) {
-      uint32_t a = sv[i], b = sv[i + 1], e = sv[i + 2], f = sv[i + 3];
-      dv[i] = a;
-      dv[i + 1] = b;
-      dv[i + 2] = e;
-      dv[i + 3] = f;
-    }
-    for (; i < n; i++) dv[i] = sv[i];
-  } else {
-    int i = 0;
-    for (; i + 4 <= c; i += 4) {
-      f16 a = s[i], b = s[i + 1], e = s[i + 2], f = s[i + 3];
-      d[i] = a;
-      d[i + 1] = b;
-      d[i + 2] = e;
-      d[i + 3] = f;
-    }
-    for (; i < c; i++) d[i] = s[i];
-  }
+  if (!(c & 1))
+    ODL_COPY_RUN((uint32_t *)d, (const uint32_t *)s, c / 2);
+  else
+    ODL_COPY_RUN(d, s, c);
 }
 
 static inline void odl_zero_c(f16 *d, int c) {
-  if (!(c & 1)) {
-    uint32_t *dv = (uint32_t *)d;
-    int i = 0, n = c / 2;
-    for (; i + 4 <= n; i += 4) {
-      dv[i] = 0;
-      dv[i + 1] = 0;
-      dv[i + 2] = 0;
-      dv[i + 3] = 0;
-    }
-    for (; i < n; i++) dv[i] = 0;
-  } else {
-    int i = 0;
-    for (; i + 4 <= c; i += 4) {
-      d[i] = 0;
-      d[i + 1] = 0;
-      d[i + 2] = 0;
-      d[i + 3] = 0;
-    }
-    for (; i < c; i++) d[i] = 0;
-  }
+  if (!(c & 1))
+    ODL_ZERO_RUN((uint32_t *)d, c / 2);
+  else
+    ODL_ZERO_RUN(d, c);
 }
 
 /* dst row p (pitch dp) = the k x k window of output pixel (oh0 + p / wo, p % wo), columns (kh, kw, ci) for
