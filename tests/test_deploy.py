@@ -346,6 +346,21 @@ def test_whole_training_step_is_one_checked_program(net, layer_id, chunks):
     assert abs(doc["difference"]) <= 0.01, doc["phases"]
 
 
+@needs_clang
+def test_whole_step_program_of_a_full_plan_fits_its_l2(tmp_path):
+    """The plan reserves an estimate of the whole program's code (memplan.PROGRAM_BASE_BYTES and per-stage
+    bytes) and, with placement fit, lets the L2 slabs take the rest: MobileNetV2 CIFAR-10 at layer 4, p 1
+    uses it all. Its program, built, must leave the arena the plan needs (608 bytes to spare when the
+    library's code last grew): a larger library with the same estimate fails here, not in a user's deploy."""
+    from harness import elf as elfmod
+    plan = runner.plan_of(runner.Point("mobilenetv2", "cifar10", 4, 1.0, "paper"))
+    assert plan.arena == memplan.l2_budget(plan.step, plan.platform)   # the slabs took everything left
+    prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    elf = elfmod.load(runner.build(prog, plan.platform, tmp_path))
+    left = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
+    assert left >= plan.arena, f"the program leaves {left} bytes of L2, the plan needs {plan.arena}"
+
+
 def test_stage_job_names_are_content_addressed():
     """The same stage of two cuts is one program (cached once); different partialities are not."""
     a = {j.stage: j.name for j in runner.stage_jobs(runner.Point("phinet", "cifar10", 1, 0.7, "paper"))[1]}

@@ -746,6 +746,20 @@ void odl_lib_pack_cols(uint32_t *dst, const f16 *src, int rows, int blocks, int 
   if (!((uintptr_t)src & 3) && !(pitch & 1) && !(kdim & 1)) {
     int full = rows / 4 < blocks ? rows / 4 : blocks;
     uint32_t kh = (uint32_t)(kdim / 2), pb = (uint32_t)pitch * 2;
+    if (full > 0 && full < nc) {
+      /* Fewer whole blocks than cores (a tile of a few columns and a long K): each block's K cut into g
+       * parts, the items (part, block) dealt round-robin, so that every core packs. */
+      int g = nc / full;
+      if (b < full * g) {
+        int blk = b % full, part = b / full;
+        uint32_t j0 = kh * (uint32_t)part / (uint32_t)g, j1 = kh * (uint32_t)(part + 1) / (uint32_t)g;
+        uint32_t *d = dst + blk * k2 * 4 + j0 * 4;
+        const f16 *sp = src + 4 * blk + 2 * j0 * (uint32_t)pitch;
+        odl_packk2(d, sp, j1 - j0, pb);
+        odl_packk2(d + 2, sp + 2, j1 - j0, pb);
+      }
+      while (b < full) b += nc;   /* the partial blocks below go where the round-robin deal puts them */
+    }
     for (; b < full; b += nc) {
       odl_packk2(dst + b * k2 * 4, src + 4 * b, kh, pb);
       odl_packk2(dst + b * k2 * 4 + 2, src + 4 * b + 2, kh, pb);
