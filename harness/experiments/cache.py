@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import platform as pyplatform
+import re
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -81,13 +82,15 @@ _FILE_MODE = 0o666 & ~_umask()   # what open() would give; mkstemp makes 0600 fi
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`."""
+    """Write `text` to a temporary file next to `path`, then rename it over `path`. The temporary file's
+    name carries the writer's pid: a writer killed between the two (SIGKILL) leaves it behind, and
+    remove_stale_temps knows it for an orphan."""
     path = Path(path)
     if path.exists() and not path.is_file():   # a device (/dev/null): written in place, never renamed over
         path.write_text(text)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
@@ -96,6 +99,29 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_TEMP = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
+
+
+def remove_stale_temps(d: Path) -> int:
+    """Remove the temporary files of write_atomic in `d` whose writer is gone (killed mid-write); the
+    files of live writers (another sweep on the same cache) stay. Returns how many went."""
+    gone = 0
+    for f in Path(d).glob(".*.tmp") if Path(d).is_dir() else ():
+        m = _TEMP.match(f.name)
+        if not m:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue                      # the writer still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue                      # another user's live process
+        f.unlink(missing_ok=True)
+        gone += 1
+    return gone
 
 
 def _files_digest(paths) -> str:

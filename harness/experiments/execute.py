@@ -184,6 +184,7 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
     console = console or Console(stderr=True, highlight=False)
     out = Outcome(jobs=executor.jobs, executor=executor.label)
     digest = cachemod.tree_digest(toolchain.find().describe(), embedded.version())
+    cachemod.remove_stale_temps(cache.rows_dir)   # rows whose writer was killed mid-write
     index = cache.load_index(digest)
     for platform in sorted({sp.platform for sp in specs.values()}):
         cachemod.runtime_extras(platform)   # once here, inherited by the workers
