@@ -338,6 +338,7 @@ def test_killed_run_resumes(tmp_path, fake_kernels, monkeypatch):
 def test_a_writer_killed_mid_write_leaves_a_temporary_file_the_next_run_removes(tmp_path, fake_kernels):
     """SIGKILL between write_atomic's temporary file and its rename leaves the file: the next run removes
     the files of writers that are gone, and keeps a live writer's."""
+    import os
     import subprocess
     import sys
     specs, cache = _specs(), cachemod.Cache(tmp_path / "cache")
@@ -345,7 +346,7 @@ def test_a_writer_killed_mid_write_leaves_a_temporary_file_the_next_run_removes(
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
     orphan = cache.rows_dir / f".{'a' * 64}.json.{dead}.x1y2z3.tmp"
-    live = cache.rows_dir / f".{'b' * 64}.json.{__import__('os').getpid()}.x1y2z3.tmp"
+    live = cache.rows_dir / f".{'b' * 64}.json.{os.getpid()}.x1y2z3.tmp"
     orphan.write_text("{")
     live.write_text("{")
     out = execute.run_specs(specs, jobs=1, cache=cache, progress=False)

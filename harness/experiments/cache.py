@@ -104,11 +104,10 @@ def write_atomic(path: Path, text: str) -> None:
 _TEMP = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
 
 
-def remove_stale_temps(d: Path) -> int:
+def remove_stale_temps(d: Path) -> None:
     """Remove the temporary files of write_atomic in `d` whose writer is gone (killed mid-write); the
-    files of live writers (another sweep on the same cache) stay. Returns how many went."""
-    gone = 0
-    for f in Path(d).glob(".*.tmp") if Path(d).is_dir() else ():
+    files of live writers (another sweep on the same cache) stay."""
+    for f in Path(d).glob(".*.tmp"):
         m = _TEMP.match(f.name)
         if not m:
             continue
@@ -120,8 +119,6 @@ def remove_stale_temps(d: Path) -> int:
         except PermissionError:
             continue                      # another user's live process
         f.unlink(missing_ok=True)
-        gone += 1
-    return gone
 
 
 def _files_digest(paths) -> str:
