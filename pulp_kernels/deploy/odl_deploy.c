@@ -332,14 +332,7 @@ void odl_pool_acc(float *acc, int acc_pitch, const f16 *y, int yp, int rows, int
     for (int r = 0, left = rows_ps - r_in; r < rows; left = rows_ps, a += acc_pitch) {
       int n = rows - r < left ? rows - r : left;
       uint32_t s0 = 0, s1 = 0;
-      if (n >= 4) {
-        v = odl_col_sums(v, n, yp2, &s0, &s1);
-      } else {   /* a sample's few rows (a 1x1 map: one): the plain loop, without the turn's set-up */
-        for (int i = 0; i < n; i++, v += yp2) {
-          s0 = pulp_vfdotpex_s_h(s0, *v, 0x3c00u);
-          s1 = pulp_vfdotpex_s_h(s1, *v, 0x3c000000u);
-        }
-      }
+      v = odl_col_sums(v, n, yp2, &s0, &s1);
       float f0, f1;
       __builtin_memcpy(&f0, &s0, 4);
       __builtin_memcpy(&f1, &s1, 4);
