@@ -31,7 +31,7 @@ from harness.deploy import program as progmod
 from harness.deploy import reference as ref
 from harness.deploy.codegen import Gen
 from harness.deploy.graph import Stage, Step, build_step, deploy_kind
-from harness.deploy.memplan import Home, MemoryPlan, choose_step, plan_step, scratch_bytes
+from harness.deploy.memplan import SCRATCH_MARGIN, Home, MemoryPlan, choose_step, plan_step, scratch_bytes
 from harness.errors import UserError
 from harness.kernels.microkernel import kernels as asm_kernels
 from harness.kernels.runner import energy_row
@@ -103,8 +103,47 @@ def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int
                 divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
                 raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
     if n_f is None:
-        return choose_step(cut, pt.p, params, plat, pt.placement)
-    return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
+        plan = choose_step(cut, pt.p, params, plat, pt.placement)
+    else:
+        plan = plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
+    return fit_code(plan)
+
+
+# The plan reserves an estimate of its whole-step program's code (memplan.l2_budget). On table2's points it
+# is 1 - 34 KiB over where the stages' tensors lie in L2, and 26 - 28 KiB under where most of them stream
+# from external memory, whose stages carry the streaming code (MobileNetV2 CORe50 from layer 1: 263 KiB of
+# code against 229 KiB estimated, its stages 4.1 KiB each on their instruction-cache boundaries).
+FIT_ROUNDS = 4
+CODE_GROWTH = 1024   # room left for the code a re-plan adds (a tensor more streamed from external memory)
+
+
+def fit_code(plan: MemoryPlan) -> MemoryPlan:
+    """`plan`, or the plan of its step with less L2 for the tensors, so that the whole step's program fits
+    L2 beside them. A plan whose tensors leave the estimate's margin (memplan.SCRATCH_MARGIN) stands; any
+    other is checked against its program, generated and built (the ELF cached), and where the code leaves
+    less L2 than the tensors need, planned again within what the code leaves."""
+    if plan.budget - plan.arena >= SCRATCH_MARGIN:
+        return plan
+    for _ in range(FIT_ROUNDS):
+        left = l2_left(plan)
+        if left is None or left >= plan.arena:
+            return plan
+        plan = plan_step(plan.step, plan.platform, plan.placement, budget=min(plan.budget, left) - CODE_GROWTH)
+    raise UserError(f"{plan.step.cut.network.name} {plan.step.cut.label}: its whole-step program leaves {left:,} "
+                    f"bytes of L2 and its tensors need {plan.arena:,} after {FIT_ROUNDS} plans; try --placement method "
+                    f"or smaller chunks (--chunk-frozen, --chunk-tail)")
+
+
+def l2_left(plan: MemoryPlan) -> int | None:
+    """Bytes of L2 the plan's whole-step program leaves for its tensors (None where the step's check
+    cannot be built: its gradients' copies would not fit HyperRAM)."""
+    try:
+        prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    except UserError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:
+        elf = elfmod.load(build(prog, plan.platform, Path(tmp)))
+    return elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
 
 
 def model_tensors(pt: Point) -> dict:
