@@ -289,6 +289,23 @@ def test_weights_read_once_stream_rather_than_come_whole():
 
 
 @needs_clang
+def test_an_update_in_l2_overlaps_its_transfers():
+    """An SGD whose weights and gradient lie in L2 runs in two buffers of row tiles where every tile gives
+    each core a row (the next tile's transfers overlap this tile's update): PhiNet CIFAR-10's B8.project,
+    211 rows; a classifier's 10 rows stay one tile. The updated weights match NumPy."""
+    pt = runner.Point("phinet", "cifar10", 2, 1.0, "paper")
+    plan = runner.plan_of(pt)
+    st = plan.step.stage("B8.project.update")
+    assert all(plan.home(n).memory == "l2" for n in st.ins.values())
+    ctx = Gen(plan, plan.platform).sgd(st, "x")
+    assert ctx.pipe and plan.platform.cluster["cores"] <= ctx.tr < ctx.rows
+    mb = runner.plan_of(runner.Point("mobilenetv2", "cifar10", 1, 1.0, "paper"))
+    assert not Gen(mb, mb.platform).sgd(mb.step.stage("classifier.update"), "x").pipe
+    row = _job(pt, "B8.project.update").run()
+    assert row["ok"], row["outputs"]
+
+
+@needs_clang
 def test_a_tensor_larger_than_l2_streams():
     """With an L2 budget below an activation's size, it lives in HyperRAM and the stages stream it."""
     pt = runner.Point("phinet", "cifar10", 2, 0.7, "paper")

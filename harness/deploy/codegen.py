@@ -1305,15 +1305,15 @@ class Gen:
         lr16 = int(np.float16(-lr).view(np.uint16))
         neg2 = lr16 | (lr16 << 16)
         fixed = (cp(a["c_out"]) * 2 + cp(a["k_out"]) * 2) + 8 * 16
-        # With the weights or their gradient in external memory, two buffers of row tiles where the estimate
-        # says so, so that the transfers overlap the update: the longer of the two runs through, the shorter
-        # is exposed for one tile, and each tile costs a fork and the DMA commands (each tile's reads and
-        # writes within a slab; the even cuts into 2 to 64 tiles); otherwise one buffer of the largest tile,
-        # the transfers and the update one after the other. In L2 always the latter: the cluster DMA's reads
-        # and writes take as long as the update at least (two buffers made PhiNet CIFAR-10's B8.project.update
-        # 128.5 K -> 136.4 K cycles).
+        # Two buffers of row tiles where the estimate says so, so that the transfers overlap the update: the
+        # longer of the two runs through, the shorter is exposed for one tile, and each tile costs a fork and
+        # the DMA commands (each tile's reads and writes within a slab; the even cuts into 2 to 64 tiles);
+        # otherwise one buffer of the largest tile, the transfers and the update one after the other. In L2
+        # too since the update takes four words a turn (odl_lib_sgd_block): PhiNet CIFAR-10's
+        # B8.project.update 105.8 K -> 72.0 K cycles (with a word a turn two buffers had made it slower,
+        # 128.5 K -> 136.4 K).
         moved = rows * (2 * wp * 2 / t.Wt.bw + gp * 2 / t.G.bw)   # W in and out, the gradient in
-        update = rows * cp(cols) // 2 * 4 / self.cores     # a pair: two loads, the FMA, the store
+        update = rows * cp(cols) // 2 * 5 / self.cores     # four pairs: eight loads, four FMAs, four stores, the loop
 
         def fits(r, bufs):
             return fixed + bufs * r * (wp + gp) * 2 <= self.budget and not (t.Wt.ext and r * wp * 2 > slab) \
@@ -1321,14 +1321,15 @@ class Gen:
 
         serial = next((r for r in _cands(rows, 1) if fits(r, 1)), None)
         best = None if serial is None else (moved + update + -(-rows // serial) * SGD_TILE_CYCLES, serial, False)
-        if t.Wt.ext or t.G.xt:   # (a small block's transfers are shorter than a tile's overhead: serial)
-            for cut in range(2, min(rows, 64) + 1):
-                r = -(-rows // cut)
-                if fits(r, 2):
-                    tiles = -(-rows // r)
-                    cost = max(moved, update) + min(moved, update) / tiles + tiles * SGD_TILE_CYCLES
-                    if best is None or cost < best[0]:
-                        best = (cost, r, True)
+        for cut in range(2, min(rows, 64) + 1):
+            r = -(-rows // cut)
+            if r < self.cores and not (t.Wt.ext or t.G.xt):
+                break   # from L2, tiles that leave cores without a row lose (a classifier's 10 rows: 22.4 K -> 24.6 K)
+            if fits(r, 2):
+                tiles = -(-rows // r)
+                cost = max(moved, update) + min(moved, update) / tiles + tiles * SGD_TILE_CYCLES
+                if best is None or cost < best[0]:
+                    best = (cost, r, True)
         if best is None:
             self.fail(st, "one weight row")
         _, tr, pipe = best
