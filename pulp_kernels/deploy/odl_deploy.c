@@ -1009,24 +1009,25 @@ void odl_lib_zero_lane(f16 *x, int rows, int p, int ch) { odl_zero_lane(x, rows,
  * gradient used at once, the product stored at once, the branch). The deployed updates are blocks of
  * hundreds of columns: PhiNet CIFAR-10's B8.project.update 128,524 -> 105,798 cycles. (The isolated kernels
  * keep odl_sgd_block, whose cycles the GVSoC cross-check of the regress set holds.) */
+static inline __attribute__((always_inline)) void odl_sgd_words(uint32_t *wr, const uint32_t *gr, int n,
+                                                                uint32_t neg_lr2) {
+  int c = 0;
+  for (; c + 4 <= n; c += 4, wr += 4, gr += 4) {
+    uint32_t w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3];
+    uint32_t g0 = gr[0], g1 = gr[1], g2 = gr[2], g3 = gr[3];
+    wr[0] = pulp_vfmac_h(w0, g0, neg_lr2);
+    wr[1] = pulp_vfmac_h(w1, g1, neg_lr2);
+    wr[2] = pulp_vfmac_h(w2, g2, neg_lr2);
+    wr[3] = pulp_vfmac_h(w3, g3, neg_lr2);
+  }
+  for (; c < n; c++, wr++, gr++) wr[0] = pulp_vfmac_h(wr[0], gr[0], neg_lr2);
+}
+
 void odl_lib_sgd_block(f16 *w, int wp, const f16 *g, int gp, int rows, int cols, uint32_t neg_lr2) {
   int lo, hi;
   odl_chunk(rows, &lo, &hi);
-  int c2 = (cols + 1) / 2;
-  for (int r = lo; r < hi; r++) {
-    uint32_t *wr = (uint32_t *)(w + r * wp);
-    const uint32_t *gr = (const uint32_t *)(g + r * gp);
-    int c = 0;
-    for (; c + 4 <= c2; c += 4, wr += 4, gr += 4) {
-      uint32_t w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3];
-      uint32_t g0 = gr[0], g1 = gr[1], g2 = gr[2], g3 = gr[3];
-      wr[0] = pulp_vfmac_h(w0, g0, neg_lr2);
-      wr[1] = pulp_vfmac_h(w1, g1, neg_lr2);
-      wr[2] = pulp_vfmac_h(w2, g2, neg_lr2);
-      wr[3] = pulp_vfmac_h(w3, g3, neg_lr2);
-    }
-    for (; c < c2; c++, wr++, gr++) wr[0] = pulp_vfmac_h(wr[0], gr[0], neg_lr2);
-  }
+  for (int r = lo; r < hi; r++)
+    odl_sgd_words((uint32_t *)(w + r * wp), (const uint32_t *)(g + r * gp), (cols + 1) / 2, neg_lr2);
 }
 void odl_lib_pack_im2col(uint32_t *dst, const f16 *raw, int rows, int oh0, int ih0, int w_out, int h_in, int w_in, int pitch, int cin, int k, int stride, int pad_top, int pad_left, int k2) { odl_pack_im2col(dst, raw, rows, oh0, ih0, w_out, h_in, w_in, pitch, cin, k, stride, pad_top, pad_left, k2); }
 void odl_lib_sgd_conv(f16 *w, int wp, const f16 *g, int gp, int rows, int taps, int cin, int ki, uint32_t neg_lr) { odl_sgd_conv(w, wp, g, gp, rows, taps, cin, ki, neg_lr); }
