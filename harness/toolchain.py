@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,9 +167,10 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
                          + ["-o", str(output)]))
     else:
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
-            compiled = []
             pre = _precompiled(tc, common, gen, Path(pch), incs) if pch and tc.kind == "clang" else None
-            for i, s in enumerate(srcs):
+
+            def compile_one(i_s):
+                i, s = i_s
                 obj = Path(tmp) / f"{i}-{s.stem}.o"
                 cmd = common + ["-c", str(s), "-o", str(obj)]
                 proc = None
@@ -176,7 +178,11 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
                     proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
                 if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
                     _check(procs.run(cmd))
-                compiled.append(obj)
+                return obj
+            # a whole training step is one source per stage: compiled side by side (the objects, and the
+            # link order that lays them out, are those of one at a time)
+            with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:
+                compiled = list(pool.map(compile_one, enumerate(srcs)))
             _check(procs.run(linker.command([*objs, *compiled], keep + link_flags, output)))
     hosttime.count("elf_built")
     if cached is not None:

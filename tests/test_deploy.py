@@ -449,11 +449,15 @@ def test_bad_deploy_input_is_one_line(capsys):
 
 @pytest.mark.e2e   # generates some 4,000 stage programs: a sweep's worth, not the quick tier's
 @pytest.mark.parametrize("p", [1.0, 0.7])
-def test_every_studied_stage_generates_on_both_platforms(p):
+def test_every_studied_stage_generates_on_both_platforms(p, monkeypatch):
     """Every stage of both networks at both resolutions, at the shallowest and deepest studied cuts, in both
     placements, fits L1 and the external slabs on `paper` and on `pulp-open` (64 KiB L1): reductions too long
     for L1 are sliced, large maps cut into bands of rows, wide gates of many samples taken in groups, a pooled
-    sample cut into row tiles, latents that do not fit L2 go through HyperRAM."""
+    sample cut into row tiles, latents that do not fit L2 go through HyperRAM. The plans as planned: checking
+    each whole step's code against its L2 (runner.fit_code, a build of every tight step: some 40 here) is
+    test_whole_step_program_of_a_full_plan_fits_its_l2's and the re-plan test's."""
+    monkeypatch.setattr(runner, "fit_code", lambda plan: plan)
+    monkeypatch.setattr(runner, "_PLANS", {})    # no plan made so outlives the test
     for plat in ("paper", "pulp-open"):
         for net, lids in (("phinet", (1, 2, 9)), ("mobilenetv2", (1, 4, 5))):
             for ds in ("cifar10", "core50"):

@@ -130,3 +130,23 @@ def test_stage_program_built_before_runs_without_being_generated(tmp_path, elf_c
     assert _fresh(job).recall() is not None
     (elf_cache / json.loads(saved)["elf"]).unlink()
     assert _fresh(job).recall() is None
+
+
+@needs_clang
+def test_sources_compiled_side_by_side_link_as_one_at_a_time(tmp_path, monkeypatch):
+    """A program of many sources (a whole training step: one per stage) has them compiled in parallel; the
+    objects and their link order, hence every address and cycle, are those of compiling one at a time."""
+    from harness.deploy import program as progmod
+    from harness.deploy import runner
+    from harness.deploy.codegen import Gen
+    plan = runner.plan_of(runner.Point("phinet", "cifar10", 1, 1.0, "paper"))
+    prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    assert len(prog.files) > 40
+    elfs = []
+    for cpus in (1, 2):
+        monkeypatch.setattr(toolchain.os, "cpu_count", lambda: cpus)
+        monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / f"cache{cpus}"))   # built, not found
+        work = tmp_path / f"w{cpus}"
+        work.mkdir()
+        elfs.append(runner.build(prog, plan.platform, work).read_bytes())
+    assert elfs[0] == elfs[1]
