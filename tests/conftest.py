@@ -79,3 +79,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "skipped")
         for reason, n in reasons.most_common():
             terminalreporter.write_line(f"{n} skipped: {reason}")
+
+
+@pytest.fixture
+def plans_as_planned(monkeypatch):
+    """Memory plans without runner.fit_code's check against the whole step's built code (a build of every
+    step whose tensors fill L2: the unit tier builds nothing, and the check has tests of its own), kept apart
+    from the plans other tests share."""
+    from harness.deploy import runner
+    monkeypatch.setattr(runner, "fit_code", lambda plan: plan)
+    monkeypatch.setattr(runner, "_PLANS", {})

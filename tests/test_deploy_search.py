@@ -140,7 +140,7 @@ def _second_segment_plainly(base, cut, p, params, plat, placement, fits):
     return best
 
 
-def test_a_stage_job_finds_the_plan_its_point_chose():
+def test_a_stage_job_finds_the_plan_its_point_chose(plans_as_planned):
     """A stage job asks for its plan by its chunks: it gets the plan its point chose (the same object:
     a forked worker inherits it), equal to the plan made for those chunks from nothing."""
     pt = runner.Point("phinet", "cifar10", 3, 0.8, "paper")
@@ -205,7 +205,7 @@ def _stages(kinds):
                 yield plan, st
 
 
-def test_weight_gradient_tiles_are_the_cheapest_that_fit():
+def test_weight_gradient_tiles_are_the_cheapest_that_fit(plans_as_planned):
     checked = 0
     for plan, st in _stages(("mm_wg",)):
         for variant in progmod.variants(plan.step, st):
@@ -218,7 +218,7 @@ def test_weight_gradient_tiles_are_the_cheapest_that_fit():
     assert checked > 20
 
 
-def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch):
+def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch, plans_as_planned):
     """The sliced product's search asks whether a choice fits only when it would win: every search of
     the products of the points gives what asking it of every choice gives."""
     searched = []

@@ -95,7 +95,7 @@ def isolated(name: str):
     return specmod.load(name).with_deployment("isolated")
 
 
-def test_shipped_experiments_load_and_expand():
+def test_shipped_experiments_load_and_expand(plans_as_planned):
     assert {"table2", "fig4", "kernels", "regress"} <= set(specmod.available())
     t2 = planmod.expand(specmod.load("table2"))
     assert t2.experiment.platforms == ("paper",) and t2.experiment.deployment == "deployed"

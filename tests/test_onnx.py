@@ -322,7 +322,7 @@ def test_resnet8_training_step_through_three_residual_blocks():
     assert abs(doc["difference"]) <= 0.01, doc["phases"]
 
 
-def test_every_stage_of_the_examples_generates_on_both_platforms():
+def test_every_stage_of_the_examples_generates_on_both_platforms(plans_as_planned):
     """Every stage of both example models, classifier only and whole network trained (the first layer too:
     a trained convolution on a 1-channel input), both placements, fits L1 and the slabs on both platforms."""
     from harness.deploy import runner

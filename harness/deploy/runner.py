@@ -88,7 +88,7 @@ def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None, n_f2: int
     return plan
 
 
-plan_of.cache_clear = _PLANS.clear   # as functools' caches have it (a test that patches the planner)
+plan_of.cache_clear = lambda: _PLANS.clear()   # as functools' caches have it (a test that patches the planner)
 
 
 def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int = 0) -> MemoryPlan:
