@@ -439,6 +439,23 @@ def test_stage_job_names_are_content_addressed():
     assert c["B8.expand.wg"] != d["B8.expand.wg"]
 
 
+def test_a_chunk_that_does_not_divide_is_refused_before_planning(monkeypatch, capsys):
+    """--chunk-tail / --chunk-frozen are checked before the point's own chunks are planned (a plan may
+    build the whole step's program to check its code: seconds before a one-line refusal)."""
+    from harness.cli import main
+    from harness.commands import deploy as deploy_cmd
+
+    def planned(*a, **k):
+        pytest.fail("planned before the chunk was checked")
+    monkeypatch.setattr(runner, "plan_of", planned)
+    monkeypatch.setattr(deploy_cmd, "plan_of", planned)
+    for cmd in (["memory", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "2", "--plan", "--chunk-tail", "5"],
+                ["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "2", "--chunk-frozen", "7"]):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert "must divide the" in err and "choose one of" in err, err
+
+
 def test_bad_deploy_input_is_one_line(capsys):
     from harness.cli import main
     assert main(["deploy", "--net", "phinet", "--dataset", "cifar10", "--layer-id", "99"]) == 2

@@ -15,7 +15,7 @@ from harness.commands.layers import add_net_arguments, console, net_overrides
 from harness.commands.run import add_timeline_arguments, timeline_request
 from harness.commands.memory import _check_p
 from harness.deploy import task as taskmod
-from harness.deploy.runner import Point, model_tensors, plan_of, run_step, stage_jobs
+from harness.deploy.runner import Point, check_chunks, model_tensors, plan_of, run_step, stage_jobs
 from harness.errors import UserError
 from harness.nets.registry import net_label
 from harness.experiments import cache as cachemod, execute
@@ -96,8 +96,10 @@ def run(args) -> int:
     net, overrides = net_overrides(args)
     chunks = ()
     if args.chunk_frozen is not None or args.chunk_tail is not None:
-        auto = plan_of(Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name,
-                             args.placement, overrides)).step
+        own = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
+                    overrides)
+        check_chunks(own, args.chunk_frozen, args.chunk_tail)
+        auto = plan_of(own).step
         chunks = (args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t)
     pt = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
                overrides, chunks=chunks, weights=args.weights)

@@ -107,7 +107,7 @@ def report(args) -> dict:
 
 
 def plan_report(args) -> dict:
-    from harness.deploy.runner import Point, plan_of
+    from harness.deploy.runner import Point, check_chunks, plan_of
 
     _check_p(args.p)
     if args.layer_id is None:
@@ -120,6 +120,7 @@ def plan_report(args) -> dict:
     pt = Point(net_name, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
                overrides, cl)
     if args.chunk_frozen is not None or args.chunk_tail is not None:
+        check_chunks(pt, args.chunk_frozen, args.chunk_tail)
         auto = plan_of(pt).step
         pt = replace(pt, chunks=(args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t))
     plan = plan_of(pt)

@@ -98,16 +98,23 @@ def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int
     plat = platmod.load(pt.platform)
     if n_f is None and pt.chunks:
         n_f, n_t, n_f2, split = (tuple(pt.chunks) + (0, 0))[:4]
-        for what, n, of in (("frozen", n_f, params.batch_new), ("tail", n_t, params.batch)):
-            if n < 1 or of % n:
-                divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
-                raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
+        check_chunks(pt, n_f, n_t)
     if n_f is None:
         plan = choose_step(cut, pt.p, params, plat, pt.placement)
     else:
         plan = plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
     return fit_code(plan)
 
+
+
+def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:
+    """Samples per frozen and per tail chunk as asked for (None: not asked): each must divide the samples it
+    splits. Commands check them before planning the point's own chunks, which may build its program."""
+    params = cl_params(pt.dataset, **dict(pt.cl))
+    for what, n, of in (("frozen", frozen, params.batch_new), ("tail", tail, params.batch)):
+        if n is not None and (n < 1 or of % n):
+            divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
+            raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
 
 # The plan reserves an estimate of its whole-step program's code (memplan.l2_budget). On table2's points it
 # is 1 - 34 KiB over where the stages' tensors lie in L2, and 26 - 28 KiB under where most of them stream
