@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 from rich.console import Console
 from rich.table import Table
@@ -94,15 +95,13 @@ def run(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     net, overrides = net_overrides(args)
+    own = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement, overrides)
     chunks = ()
     if args.chunk_frozen is not None or args.chunk_tail is not None:
-        own = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
-                    overrides)
         check_chunks(own, args.chunk_frozen, args.chunk_tail)
         auto = plan_of(own).step
         chunks = (args.chunk_frozen or auto.n_f, args.chunk_tail or auto.n_t)
-    pt = Point(net, args.dataset, args.layer_id, args.p, platforms.load(args.platform).name, args.placement,
-               overrides, chunks=chunks, weights=args.weights)
+    pt = replace(own, chunks=chunks, weights=args.weights)
     model_tensors(pt)     # --weights model of a built-in network is refused before anything runs
     doc = compare(pt, args.jobs, progress=not args.json, timeline=req)
     rec = doc.pop("timeline")

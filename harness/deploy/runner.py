@@ -106,7 +106,6 @@ def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int
     return fit_code(plan)
 
 
-
 def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:
     """Samples per frozen and per tail chunk as asked for (None: not asked): each must divide the samples it
     splits. Commands check them before planning the point's own chunks, which may build its program."""
@@ -116,8 +115,9 @@ def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:
             divs = ", ".join(str(d) for d in range(1, of + 1) if of % d == 0)
             raise UserError(f"--chunk-{what} {n}: must divide the {of} samples it splits; choose one of {divs}")
 
+
 # The plan reserves an estimate of its whole-step program's code (memplan.l2_budget). On table2's points it
-# is 1 - 34 KiB over where the stages' tensors lie in L2, and 26 - 28 KiB under where most of them stream
+# is 0.6 - 34 KiB over where the stages' tensors lie in L2, and 26 - 28 KiB under where most of them stream
 # from external memory, whose stages carry the streaming code (MobileNetV2 CORe50 from layer 1: 263 KiB of
 # code against 229 KiB estimated, its stages 4.1 KiB each on their instruction-cache boundaries).
 FIT_ROUNDS = 4
