@@ -566,7 +566,8 @@ def test_missing_flavour_is_one_line_naming_it(no_gvsoc, monkeypatch, kit_elfs, 
         gvsoc.run(kit_elfs / "fc_trace.elf", pulp_open, **kwargs)
     msg = str(e.value)
     assert "\n" not in msg and all(w in msg for w in words), msg
-    assert "127" not in msg   # the shell's status is not the program's
+    # the shell's status is not the program's (the fake's path, a pytest temp dir, may hold "127")
+    assert "127" not in msg.replace(str(no_gvsoc), "")
 
 
 def _alive(pid: int) -> bool:
