@@ -232,7 +232,8 @@ def _job(pt, stage, variant=""):
 
 @needs_clang
 @pytest.mark.parametrize("stage", ["B8.expand.fw", "B8.dw.fw", "B8.se_scale.bw", "B8.dw.wg", "classifier.fw",
-                                   "B8.project.ig", "B8.se_expand.wg", "B8.expand.update"])
+                                   "B8.project.ig", "B8.se_expand.wg", "B8.expand.update",
+                                   "B8.dw.ig"])   # with B8.expand's hswish backward, on pairs of lanes
 def test_stage_programs_match_numpy(stage):
     row = _job(runner.Point("phinet", "cifar10", 2, 0.7, "paper"), stage).run()
     assert row["ok"], row["outputs"]
