@@ -12,7 +12,7 @@ from harness.deploy import reference, runner
 from tests.conftest import needs_clang
 from tests.helpers import parse_lines
 
-ACTS = {"relu": 4, "relu6": 1, "hswish": 2}   # ODL_ACT_* (odl_deploy.h)
+ACTS = {"relu": 4, "relu6": 1, "hswish": 2, "sigmoid": 3}   # ODL_ACT_* (odl_deploy.h)
 ROWS, COLS, PITCH = 7, 13, 14                 # an odd count: the last lane of a row goes alone, its pad kept
 PAD = 0x1234                                  # what the pad lane holds before and after
 
@@ -67,13 +67,16 @@ def _f16(bits) -> np.ndarray:
 
 
 def _expected(act: str, g: np.ndarray, st: np.ndarray) -> np.ndarray:
-    """The routine's values as bits: relu and relu6 keep or clear g; hswish rounds in FP32 as
-    odl_act_grad does ((2 st + 3) exact, times 1/6 rounded, times g rounded, then to FP16)."""
+    """The routine's values as bits: relu and relu6 keep or clear g; hswish and sigmoid round in FP32 as
+    odl_act_grad does (hswish: (2 st + 3) exact, times 1/6 rounded, times g rounded, then to FP16)."""
     s = _f16(st).astype(np.float32)
     if act == "relu":
         return np.where(s > 0, g, 0).astype(np.uint16)
     if act == "relu6":
         return np.where((s > 0) & (s < 6), g, 0).astype(np.uint16)
+    with np.errstate(all="ignore"):
+        if act == "sigmoid":   # from the post-activation y: (g y) (1 - y)
+            return ((_f16(g).astype(np.float32) * s) * (np.float32(1) - s)).astype(np.float16).view(np.uint16)
     mid = (np.float32(2) * s + np.float32(3)) * np.float32(1.0 / 6.0)
     d = np.where(s > 3, np.float32(1), np.where(s >= -3, mid, np.float32(0)))
     with np.errstate(all="ignore"):
@@ -83,7 +86,7 @@ def _expected(act: str, g: np.ndarray, st: np.ndarray) -> np.ndarray:
 @needs_clang
 def test_activation_backward_by_pairs_of_lanes_equals_one_lane_at_a_time(tmp_path):
     """odl_act_bw_tile takes rows that start on a word two lanes at a time (relu, relu6: a mask from one
-    compare of both lanes; hswish: FP32 per lane, packed with one rounding each) and others one lane at a
+    compare of both lanes; hswish, sigmoid: FP32 per lane, packed with one rounding each) and others one lane at a
     time: both give the FP32 model's bits, at the edges of the derivatives too, and leave the pad lane."""
     rng = np.random.default_rng(7)
     n = ROWS * PITCH

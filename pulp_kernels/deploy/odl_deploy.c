@@ -240,13 +240,20 @@ static inline __attribute__((always_inline)) uint32_t odl_hswish_grad_pair(uint3
   return pulp_vfcpka_h_s(odl_f32_bits(r0), odl_f32_bits(r1));
 }
 
+/* A pair of FP16 lanes: sigmoid'(y) g = g y (1 - y) from the post-activation y, in FP32 as odl_act_grad. */
+static inline __attribute__((always_inline)) uint32_t odl_sigmoid_grad_pair(uint32_t st, uint32_t g) {
+  const float r0 = odl_act_grad(ODL_ACT_SIGMOID, odl_h2f((f16)st), odl_h2f((f16)g));
+  const float r1 = odl_act_grad(ODL_ACT_SIGMOID, odl_h2f((f16)(st >> 16)), odl_h2f((f16)(g >> 16)));
+  return pulp_vfcpka_h_s(odl_f32_bits(r0), odl_f32_bits(r1));
+}
+
 /* The result of an FP16 SIMD compare (bit i: lane i holds) as a mask of the lanes that hold. */
 static inline uint32_t odl_lane_mask(uint32_t bits) {
   return ((0u - (bits & 1u)) & 0xffffu) | ((0u - (bits >> 1)) << 16);
 }
 
 /* g = g act'(st) on n words of FP16 pairs (relu and relu6: the mask of the lanes where the derivative is
- * 1, two lanes a compare; hswish: FP32 per lane), two words a turn with their loads first. */
+ * 1, two lanes a compare; hswish and sigmoid: FP32 per lane), two words a turn with their loads first. */
 static inline __attribute__((always_inline)) void odl_act_bw_words(uint32_t *g, const uint32_t *st, int n, int act) {
   const uint32_t six = odl_pair(6.0f);
   int i = 0;
@@ -255,6 +262,9 @@ static inline __attribute__((always_inline)) void odl_act_bw_words(uint32_t *g, 
     if (act == ODL_ACT_HSWISH) {
       g[i] = odl_hswish_grad_pair(s0, g0);
       g[i + 1] = odl_hswish_grad_pair(s1, g1);
+    } else if (act == ODL_ACT_SIGMOID) {
+      g[i] = odl_sigmoid_grad_pair(s0, g0);
+      g[i + 1] = odl_sigmoid_grad_pair(s1, g1);
     } else if (act == ODL_ACT_RELU6) {
       g[i] = g0 & odl_lane_mask(pulp_vfgt_h(s0, 0u) & pulp_vflt_h(s0, six));
       g[i + 1] = g1 & odl_lane_mask(pulp_vfgt_h(s1, 0u) & pulp_vflt_h(s1, six));
@@ -265,18 +275,19 @@ static inline __attribute__((always_inline)) void odl_act_bw_words(uint32_t *g, 
   }
   for (; i < n; i++) {
     if (act == ODL_ACT_HSWISH) g[i] = odl_hswish_grad_pair(st[i], g[i]);
+    else if (act == ODL_ACT_SIGMOID) g[i] = odl_sigmoid_grad_pair(st[i], g[i]);
     else if (act == ODL_ACT_RELU6) g[i] &= odl_lane_mask(pulp_vfgt_h(st[i], 0u) & pulp_vflt_h(st[i], six));
     else g[i] &= odl_lane_mask(pulp_vfgt_h(st[i], 0u));
   }
 }
 
 /* In place: g = g * act'(stash) on `rows` x `cols` (g pitch gp, stash pitch sp); the pad lane after an odd
- * count is left as it is. Rows that start on a word go by pairs of lanes (relu, relu6, hswish: the same
- * values as one lane at a time). */
+ * count is left as it is. Rows that start on a word go by pairs of lanes (the same values as one lane at a
+ * time). */
 void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, int act) {
   int lo, hi;
   odl_rows(rows, &lo, &hi);
-  const int words = (act == ODL_ACT_RELU || act == ODL_ACT_RELU6 || act == ODL_ACT_HSWISH) &&
+  const int words = (act == ODL_ACT_RELU || act == ODL_ACT_RELU6 || act == ODL_ACT_HSWISH || act == ODL_ACT_SIGMOID) &&
                     !((((uintptr_t)g | (uintptr_t)st) & 3u) | (((uint32_t)gp | (uint32_t)sp) & 1u));
   for (int r = lo; r < hi; r++) {
     f16 *gr = g + r * gp;
@@ -284,6 +295,7 @@ void odl_act_bw_tile(f16 *g, int gp, const f16 *st, int sp, int rows, int cols, 
     int c = 0;
     if (words) {
       if (act == ODL_ACT_HSWISH) odl_act_bw_words((uint32_t *)gr, (const uint32_t *)sr, cols / 2, ODL_ACT_HSWISH);
+      else if (act == ODL_ACT_SIGMOID) odl_act_bw_words((uint32_t *)gr, (const uint32_t *)sr, cols / 2, ODL_ACT_SIGMOID);
       else if (act == ODL_ACT_RELU6) odl_act_bw_words((uint32_t *)gr, (const uint32_t *)sr, cols / 2, ODL_ACT_RELU6);
       else odl_act_bw_words((uint32_t *)gr, (const uint32_t *)sr, cols / 2, ODL_ACT_RELU);
       c = cols & ~1;
