@@ -119,15 +119,15 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
 
 def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None,
            cached_as=None) -> Path:
-    tc = tc or find()
     srcs = [Path(s) for s in sources]
-    for s in srcs:
+    for s in srcs:   # the caller's own mistakes first: they need no compiler to be named
         if not s.exists():
             raise UserError(f"{s}: no such source file")
         if s.suffix not in (".c", ".S", ".s"):
             raise UserError(f"{s}: unsupported source type (give .c, .S or .s files)")
     if opt not in ("0", "1", "2", "3", "s", "z", "fast"):
         raise UserError(f"-O{opt}: unknown optimisation level (use 0, 1, 2, 3, s or z)")
+    tc = tc or find()
     gen = runtime.prepare(plat)
     base = [tc.cc] + flags(tc, plat, opt)
     defs = []

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from harness import ROOT
+from tests.conftest import needs_clang
 
 
 def _cli(*args):
@@ -35,6 +36,7 @@ def test_bad_input_is_one_line(args, words):
         assert w in lines[0]
 
 
+@needs_clang
 def test_build_error_names_the_problem(tmp_path):
     src = tmp_path / "bad.c"
     src.write_text("int main(void) { return undefined_name; }\n")

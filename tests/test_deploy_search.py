@@ -18,6 +18,7 @@ from harness.errors import UserError
 from harness.kernels.spec import cp
 from harness.nets import build_network, cut_at_layer_id
 from harness.schedule import cl_params
+from tests.conftest import needs_clang
 
 POINTS = [("phinet", "cifar10", 2, 0.7), ("phinet", "core50", 5, 1.0), ("mobilenetv2", "cifar10", 4, 0.8),
           ("mobilenetv2", "core50", 1, 0.6)]
@@ -255,6 +256,7 @@ def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch, plans_as_pl
     assert len(searched) > 20 and any(s is not None for s in searched)
 
 
+@needs_clang
 def test_warm_compiles_every_stage_template():
     codegen._env.cache_clear()
     runner.StageJob.warm("paper")

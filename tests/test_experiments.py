@@ -21,7 +21,7 @@ from harness.kernels import runner
 from harness.kernels import spec as kspec
 from harness.memmodel import training_memory
 from harness.nets import build_network, cut_at_layer_id
-from tests.conftest import needs_clang
+from tests.conftest import needs_clang, stand_in_compiler
 
 TINY_NET = '{ resolution = 8, num_classes = 4, alpha = 0.25, num_layers = 3 }'
 TINY_CL = '{ new_per_task = 25, replays = 8, batch = 4, batch_replay = 1, epochs = 2 }'
@@ -82,6 +82,7 @@ def fake_kernels(monkeypatch):
 
     monkeypatch.setattr(runner, "run_spec", run_spec)
     monkeypatch.setattr(runner, "provenance", provenance)
+    stand_in_compiler(monkeypatch)
     monkeypatch.setattr(runner, "prepare", lambda spec: None)
     monkeypatch.delattr(klayers, "op_specs", raising=False)     # weight layers only, unless a test adds ops
     monkeypatch.delattr(klayers, "loss_spec", raising=False)
@@ -669,6 +670,7 @@ def test_an_uncached_kernel_is_generated_once(tmp_path, monkeypatch):
     assert out.ran == 1 and not out.errors and len(calls) == 1
 
 
+@needs_clang
 def test_toolchain_is_asked_for_its_version_once(monkeypatch):
     import subprocess
 
