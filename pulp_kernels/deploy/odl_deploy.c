@@ -221,22 +221,30 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
 }
 
 /* hswish'(st) g as odl_act_grad computes it, bit for bit where st is finite: (2 st + 3) / 6 between -3 and 3
- * (2 st + 3 exact, one rounding), 1 above, +0 below, picked by compares rather than by products of 0/1 floats
- * (two conversions and three FP operations fewer an element; the compiler branches on the compares, which
- * is faster here than selecting with masks: the middle case is the usual one). */
-static inline float odl_hswish_grad(float st, float g) {
-  const float mid = (2.0f * st + 3.0f) * (1.0f / 6.0f);
-  const uint32_t hi = 0u - (uint32_t)(st > 3.0f), in = 0u - (uint32_t)(st >= -3.0f);
-  const uint32_t d = ((odl_f32_bits(mid) & ~hi) | (0x3f800000u & hi)) & in;
+ * (2 st + 3 exact, one rounding), 1 above, +0 below. The side is picked with masks, not branches, so that
+ * the time does not depend on the data: d = (mid & (in ^ hi)) | (1.0 & hi), in and hi all ones or zero. */
+static inline __attribute__((always_inline)) float odl_hswish_pick(float mid, uint32_t in, uint32_t hi, float g) {
+  const uint32_t d = (odl_f32_bits(mid) & (in ^ hi)) | (0x3f800000u & hi);
   float df;
   __builtin_memcpy(&df, &d, 4);
   return g * df;
 }
 
-/* A pair of FP16 lanes: hswish'(st) g on each, the two results packed with one rounding each. */
+static inline float odl_hswish_grad(float st, float g) {
+  uint32_t in = 0u - (uint32_t)(st >= -3.0f), hi = 0u - (uint32_t)(st > 3.0f);
+  __asm__("" : "+r"(in), "+r"(hi));   /* masks, not branches (the compiler would branch on the compares) */
+  return odl_hswish_pick((2.0f * st + 3.0f) * (1.0f / 6.0f), in, hi, g);
+}
+
+/* A pair of FP16 lanes: hswish'(st) g on each, the two results packed with one rounding each; the two
+ * compares of each side test both lanes at once. */
 static inline __attribute__((always_inline)) uint32_t odl_hswish_grad_pair(uint32_t st, uint32_t g) {
-  const float r0 = odl_hswish_grad(odl_h2f((f16)st), odl_h2f((f16)g));
-  const float r1 = odl_hswish_grad(odl_h2f((f16)(st >> 16)), odl_h2f((f16)(g >> 16)));
+  const uint32_t in = pulp_vfge_h(st, odl_pair(-3.0f)), hi = pulp_vfgt_h(st, odl_pair(3.0f));
+  uint32_t in0 = 0u - (in & 1u), in1 = 0u - (in >> 1), hi0 = 0u - (hi & 1u), hi1 = 0u - (hi >> 1);
+  __asm__("" : "+r"(in0), "+r"(in1), "+r"(hi0), "+r"(hi1));
+  const float s0 = odl_h2f((f16)st), s1 = odl_h2f((f16)(st >> 16));
+  const float r0 = odl_hswish_pick((2.0f * s0 + 3.0f) * (1.0f / 6.0f), in0, hi0, odl_h2f((f16)g));
+  const float r1 = odl_hswish_pick((2.0f * s1 + 3.0f) * (1.0f / 6.0f), in1, hi1, odl_h2f((f16)(g >> 16)));
   return pulp_vfcpka_h_s(odl_f32_bits(r0), odl_f32_bits(r1));
 }
 
