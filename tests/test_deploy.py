@@ -15,7 +15,7 @@ from harness.deploy.codegen import Gen
 from harness.errors import UserError
 from harness.nets import build_network, cut_at_layer_id
 from harness.schedule import cl_params
-from tests.conftest import needs_clang
+from tests.conftest import needs_clang, stand_in_compiler
 
 
 def _step(net="phinet", dataset="cifar10", layer_id=2, p=0.7, n_f=12, n_t=16):
@@ -427,6 +427,35 @@ def test_a_plan_whose_code_leaves_too_little_l2_is_planned_again(monkeypatch):
     roomy = runner.plan_of(runner.Point("phinet", "cifar10", 1, 1.0, "paper"))   # slabs widened to the margin
     assert roomy.budget - roomy.arena >= memplan.SCRATCH_MARGIN
     assert runner.fit_code(roomy) is roomy
+
+
+def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
+    """runner.l2_left builds a plan's whole-step program once: the L2 it leaves is remembered beside the ELF
+    cache under what the program is generated from, so a rerun plans without generating the step again; a
+    plan that differs is built, and a damaged memo is built again. (The build is a stand-in here.)"""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from harness import elf as elfmod
+    stand_in_compiler(monkeypatch)
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path))
+    built = []
+
+    def build(prog, plat, workdir, cached_as=None):
+        built.append(prog)
+        return workdir / "program.elf"
+    monkeypatch.setattr(runner, "build", build)
+    monkeypatch.setattr(elfmod, "load", lambda path: SimpleNamespace(
+        symbols={"__l2_heap_start": 1000, "__l2_heap_end": 1000 + 400_000 - 8 * len(built)}))
+    plan = runner.plan_of(runner.Point("phinet", "cifar10", 2, 0.7, "paper"))
+    first = runner.l2_left(plan)
+    assert first == 400_000 - 8 and len(built) == 1
+    assert runner.l2_left(plan) == first and len(built) == 1            # remembered
+    other = dataclasses.replace(plan, budget=plan.budget - 4096)
+    assert runner.l2_left(other) == 400_000 - 16 and len(built) == 2    # another plan: its own program
+    for memo in (tmp_path / "fit").glob("*.json"):
+        memo.write_text("{not json")
+    assert runner.l2_left(plan) == 400_000 - 24 and len(built) == 3     # damaged: built again
 
 
 def test_stage_job_names_are_content_addressed():
