@@ -102,7 +102,8 @@ def elf_cache_dir() -> Path:
 
 def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: list | None = None,
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
-          cache: bool = False, fixed: list | None = None, pch: Path | None = None, cached_as: dict | None = None) -> Path:
+          cache: bool = False, fixed: list | None = None, pch: Path | None = None, cached_as: dict | None = None,
+          share_objects: bool = False) -> Path:
     """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
     like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
     libraries placed first in the program's code with every function of theirs kept, so that they lie
@@ -112,13 +113,17 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
     rerun after a change of the simulator alone simulates without compiling. PCH names a header every
     C source includes first: it is parsed once, into a precompiled header kept with the runtime's objects
     (the objects are the same; a source it does not suit is compiled without it). With `cache`, CACHED_AS
-    (a dict) gets the cached ELF's path under "elf"."""
+    (a dict) gets the cached ELF's path under "elf". With `share_objects`, each source's object is kept in
+    the ELF cache's objects/ under the source's name and content, the flags and the headers, and a later
+    build of the same source links it instead of compiling it again (the same bytes: the object names
+    its source by its base name alone)."""
     with hosttime.phase("compile"):
-        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch, cached_as)
+        return _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch, cached_as,
+                      share_objects)
 
 
 def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None,
-           cached_as=None) -> Path:
+           cached_as=None, share_objects=False) -> Path:
     srcs = [Path(s) for s in sources]
     for s in srcs:   # the caller's own mistakes first: they need no compiler to be named
         if not s.exists():
@@ -169,8 +174,22 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
             pre = _precompiled(tc, common, gen, Path(pch), incs) if pch and tc.kind == "clang" else None
 
+            shared = None
+            if share_objects:
+                h = hashlib.sha256(("\0".join(common) + tc.version + str(pre)).encode())
+                for part in [*(p.read_bytes() for p in headers), (gen / "pulp_isa.h").read_bytes(),
+                             (gen / "pulp_platform.h").read_bytes()]:
+                    h.update(part + b"\0")
+                shared = (elf_cache_dir() / "objects", h.hexdigest())
+
             def compile_one(i_s):
                 i, s = i_s
+                kept = None
+                if shared is not None:
+                    key = hashlib.sha256((shared[1] + s.name).encode() + b"\0" + s.read_bytes()).hexdigest()[:32]
+                    kept = shared[0] / f"{key}.o"
+                    if kept.exists():
+                        return kept
                 obj = Path(tmp) / f"{i}-{s.stem}.o"
                 cmd = common + ["-c", str(s), "-o", str(obj)]
                 proc = None
@@ -178,6 +197,12 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
                     proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
                 if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
                     _check(procs.run(cmd))
+                if kept is not None:
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    fd, part = tempfile.mkstemp(dir=kept.parent, suffix=".o.tmp")
+                    os.close(fd)
+                    shutil.copyfile(obj, part)
+                    os.replace(part, kept)   # concurrent builds keep the same bytes
                 return obj
             # a whole training step is one source per stage: compiled side by side (the objects, and the
             # link order that lays them out, are those of one at a time)

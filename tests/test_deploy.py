@@ -441,7 +441,7 @@ def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
     monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path))
     built = []
 
-    def build(prog, plat, workdir, cached_as=None):
+    def build(prog, plat, workdir, cached_as=None, share_objects=False):
         built.append(prog)
         return workdir / "program.elf"
     monkeypatch.setattr(runner, "build", build)
@@ -456,6 +456,37 @@ def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
     for memo in (tmp_path / "fit").glob("*.json"):
         memo.write_text("{not json")
     assert runner.l2_left(plan) == 400_000 - 24 and len(built) == 3     # damaged: built again
+
+
+def test_fit_checks_are_built_side_by_side_before_the_planning(tmp_path, monkeypatch):
+    """runner.check_fits_in_parallel: the tight plans of a sweep's points have their programs built by forked
+    workers (their checks remembered), so the planning in turn builds none; a roomy plan is not built. (The
+    build is a stand-in that notes which process ran it.)"""
+    import os
+    from types import SimpleNamespace
+
+    from harness import elf as elfmod
+    stand_in_compiler(monkeypatch)
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
+    runner.plan_of.cache_clear()
+    who = tmp_path / "built-by"
+    who.mkdir()
+
+    def build(prog, plat, workdir, cached_as=None, share_objects=False):
+        (who / f"{os.getpid()}-{len(list(who.iterdir()))}").write_text("")
+        return workdir / "program.elf"
+    monkeypatch.setattr(runner, "build", build)
+    monkeypatch.setattr(elfmod, "load", lambda path: SimpleNamespace(symbols={"__l2_heap_start": 0,
+                                                                              "__l2_heap_end": 1 << 30}))
+    tight = [runner.Point("mobilenetv2", "cifar10", 4, p, "paper") for p in (1.0, 0.8)]
+    roomy = runner.Point("phinet", "cifar10", 1, 1.0, "paper")
+    runner.check_fits_in_parallel(tight + [roomy, tight[0]], jobs=2)
+    builders = {f.name.split("-")[0] for f in who.iterdir()}
+    assert len(list(who.iterdir())) == 2 and str(os.getpid()) not in builders
+    for pt in tight + [roomy]:
+        runner.plan_of(pt)
+    assert len(list(who.iterdir())) == 2      # every check remembered: nothing built in turn
+    runner.plan_of.cache_clear()
 
 
 def test_stage_job_names_are_content_addressed():

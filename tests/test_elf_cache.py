@@ -2,6 +2,7 @@
 sweep's runs (generate, compile, simulate, check)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -150,3 +151,41 @@ def test_sources_compiled_side_by_side_link_as_one_at_a_time(tmp_path, monkeypat
         work.mkdir()
         elfs.append(runner.build(prog, plan.platform, work).read_bytes())
     assert elfs[0] == elfs[1]
+
+
+@needs_clang
+def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
+    """With share_objects (a plan's fit check), each source's object is kept and a later build of the same
+    sources links them instead of compiling: the ELF is byte for byte the one compiled from scratch, and
+    a source that changed is compiled again."""
+    from harness import procs
+    from harness.deploy import program as progmod
+    from harness.deploy import runner
+    from harness.deploy.codegen import Gen
+    plan = runner.plan_of(runner.Point("phinet", "cifar10", 1, 1.0, "paper"))
+    prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    compiled = []
+    real = procs.run
+    monkeypatch.setattr(procs, "run", lambda cmd, *a, **k: (compiled.append(cmd[cmd.index("-c") + 1]) if "-c" in cmd
+                                                            else None) or real(cmd, *a, **k))
+    elfs = {}
+    for name, share in (("plain", False), ("first", True), ("again", True)):
+        monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / ("cache-" + name)) if name != "again"
+                           else str(tmp_path / "cache-first"))
+        if name == "again":   # the ELF itself gone: only the objects can save the compiles
+            for e in (tmp_path / "cache-first").glob("*.elf"):
+                e.unlink()
+        work = tmp_path / name
+        work.mkdir()
+        compiled.clear()
+        elfs[name] = (runner.build(prog, plan.platform, work, share_objects=share).read_bytes(),
+                      [c for c in compiled if c.endswith(("st0.c", "st1.c"))])
+    assert elfs["plain"][0] == elfs["first"][0] == elfs["again"][0]
+    assert elfs["first"][1] and not elfs["again"][1]
+    changed = dict(prog.files)
+    changed["st1.c"] += "\n/* changed */\n"
+    work = tmp_path / "changed"
+    work.mkdir()
+    compiled.clear()
+    runner.build(dataclasses.replace(prog, files=changed), plan.platform, work, share_objects=True)
+    assert [c for c in compiled if c.endswith("st1.c")] and not [c for c in compiled if c.endswith("st0.c")]

@@ -88,10 +88,18 @@ def plan_of(pt: Point, n_f: int | None = None, n_t: int | None = None, n_f2: int
     return plan
 
 
-plan_of.cache_clear = lambda: _PLANS.clear()   # as functools' caches have it (a test that patches the planner)
+plan_of.cache_clear = lambda: (_PLANS.clear(), _UNCHECKED.clear())   # as functools' caches have it (a test that patches the planner)
+
+
+_UNCHECKED: dict = {}   # plan_of's key -> the plan before its code is checked (made by check_fits_in_parallel)
 
 
 def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int = 0) -> MemoryPlan:
+    plan = _UNCHECKED.pop((pt, n_f, n_t, n_f2, split), None) or _unchecked_plan(pt, n_f, n_t, n_f2, split)
+    return fit_code(plan)
+
+
+def _unchecked_plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int = 0) -> MemoryPlan:
     net = build_network(pt.net, pt.dataset, **dict(pt.network))
     cut = cut_at_layer_id(net, pt.layer_id)
     params = cl_params(pt.dataset, **dict(pt.cl))
@@ -100,10 +108,57 @@ def _plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, split: int
         n_f, n_t, n_f2, split = (tuple(pt.chunks) + (0, 0))[:4]
         check_chunks(pt, n_f, n_t)
     if n_f is None:
-        plan = choose_step(cut, pt.p, params, plat, pt.placement)
-    else:
-        plan = plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
-    return fit_code(plan)
+        return choose_step(cut, pt.p, params, plat, pt.placement)
+    return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
+
+
+_TO_BUILD: list = []   # the plans whose programs check_fits_in_parallel's workers build (inherited by fork)
+
+
+def check_fits_in_parallel(points: list, jobs: int) -> None:
+    """Before a sweep plans its points in turn: every point's plan whose code must be checked against its
+    built program (fit_code) and whose check is not remembered has that program generated and built by
+    `jobs` forked workers side by side, the results remembered (l2_left). From a clean cache the checks
+    were made one after the other: 133 builds of whole-step programs before the first of fig4's stage
+    programs ran. A check a worker cannot make is left to the planning in turn, which says why."""
+    todo = []
+    for pt in dict.fromkeys(points):
+        key = (pt, None, None, 0, 0)
+        if key in _PLANS or key in _UNCHECKED:
+            continue
+        try:
+            plan = _UNCHECKED[key] = _unchecked_plan(pt, None, None)
+        except UserError:
+            continue   # the planning in turn meets it again and reports it
+        if plan.budget - plan.arena < SCRATCH_MARGIN and not _fit_memo(plan).exists():
+            todo.append(plan)
+    if jobs < 2 or len(todo) < 2:
+        return
+    import concurrent.futures as cf
+    import multiprocessing
+
+    from harness import procs
+    _TO_BUILD[:] = todo
+    pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=procs.worker_init,
+                                  initargs=(os.getpid(),), mp_context=multiprocessing.get_context("fork"))
+    try:
+        for fut in cf.as_completed([pool.submit(_check_fit, i) for i in range(len(todo))]):
+            fut.result()
+    except BaseException:
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        procs.stop_workers(workers)
+        raise
+    finally:
+        _TO_BUILD.clear()
+    pool.shutdown()
+
+
+def _check_fit(i: int) -> None:
+    try:
+        l2_left(_TO_BUILD[i])
+    except UserError:
+        pass   # the planning in turn meets it again and reports it
 
 
 def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:
@@ -146,7 +201,7 @@ def l2_left(plan: MemoryPlan) -> int | None:
     cannot be built: its gradients' copies would not fit HyperRAM). Remembered beside the ELF cache under
     everything the program is generated from: a sweep run again plans without generating its steps again
     (table 2's 28 tight plans took 25 s of a cached run's 36)."""
-    memo = toolchain.elf_cache_dir() / "fit" / f"{_plan_fingerprint(plan)}.json"
+    memo = _fit_memo(plan)
     try:
         left = json.loads(memo.read_text())["left"]
         if left is None or isinstance(left, int):
@@ -158,11 +213,15 @@ def l2_left(plan: MemoryPlan) -> int | None:
     except UserError:
         left = None
     else:
-        with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:
-            elf = elfmod.load(build(prog, plan.platform, Path(tmp)))
+        with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:   # the points of a sweep share stages' code
+            elf = elfmod.load(build(prog, plan.platform, Path(tmp), share_objects=True))
         left = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
     _write_memo(memo, {"left": left})
     return left
+
+
+def _fit_memo(plan: MemoryPlan) -> Path:
+    return toolchain.elf_cache_dir() / "fit" / f"{_plan_fingerprint(plan)}.json"
 
 
 def _plan_fingerprint(plan: MemoryPlan) -> str:
@@ -559,7 +618,7 @@ def _shared(name: str, text: str) -> Path:
     return path
 
 
-def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None) -> Path:
+def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None, share_objects: bool = False) -> Path:
     srcs = []
     for name, text in prog.files.items():
         (workdir / name).write_text(text)    # kept beside the ELF for reading
@@ -569,7 +628,7 @@ def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = N
     fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
     return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
                            libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True,
-                           pch=INCLUDE / "odl_deploy.h", cached_as=cached_as)
+                           pch=INCLUDE / "odl_deploy.h", cached_as=cached_as, share_objects=share_objects)
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):

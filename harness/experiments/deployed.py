@@ -15,7 +15,7 @@ from harness import platform as platmod
 from harness.costmodel import training_cost
 from harness.deploy import task as taskmod
 from harness.deploy.memplan import MemoryPlan
-from harness.deploy.runner import Point as DeployPoint, StageJob, stage_jobs
+from harness.deploy.runner import Point as DeployPoint, StageJob, check_fits_in_parallel, stage_jobs
 from harness.experiments.spec import Experiment, Sweep
 from harness.memmodel import MB, training_memory
 from harness.nets import Cut
@@ -54,20 +54,20 @@ class DeployedPoint:
         return next(j for j in self.jobs if j.stage == stage and j.variant == variant)
 
 
-def points(exp: Experiment) -> list[DeployedPoint]:
+def points(exp: Experiment, jobs: int = 1) -> list[DeployedPoint]:
+    """The experiment's points, each planned with its stage jobs; the plans' code checks that are not
+    remembered are built by `jobs` processes first (runner.check_fits_in_parallel)."""
+    todo = [(platform, sw, dataset, layer_id, p, placement,
+             DeployPoint(sw.net, dataset, layer_id, p, platform, placement, tuple(sorted(sw.network.items())),
+                         tuple(sorted(sw.cl.items())), weights=sw.weights))
+            for platform in exp.platforms for sw in exp.sweeps for dataset in sw.datasets
+            for layer_id in sw.layer_ids for p in sw.p for placement in exp.placements]
+    check_fits_in_parallel([t[-1] for t in todo], jobs)
     out = []
-    for platform in exp.platforms:
-        for sw in exp.sweeps:
-            for dataset in sw.datasets:
-                for layer_id in sw.layer_ids:
-                    for p in sw.p:
-                        for placement in exp.placements:
-                            dp = DeployPoint(sw.net, dataset, layer_id, p, platform, placement,
-                                             tuple(sorted(sw.network.items())), tuple(sorted(sw.cl.items())),
-                                             weights=sw.weights)
-                            plan, jobs = stage_jobs(dp)
-                            out.append(DeployedPoint(platform, sw, dataset, layer_id, p, placement, plan.step.cut,
-                                                     plan.step.params, plan, tuple(jobs)))
+    for platform, sw, dataset, layer_id, p, placement, dp in todo:
+        plan, stage_jobs_ = stage_jobs(dp)
+        out.append(DeployedPoint(platform, sw, dataset, layer_id, p, placement, plan.step.cut, plan.step.params, plan,
+                                 tuple(stage_jobs_)))
     return out
 
 

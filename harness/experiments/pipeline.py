@@ -47,7 +47,7 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     outdir = outdirmod.prepare(root, exp.name, exp.path)   # before any work: a bad path costs nothing
     try:
         runner.connect()       # an unreachable cluster, too
-        plan = planmod.expand(exp)
+        plan = planmod.expand(exp, jobs or execute.default_jobs())   # its steps' code checks: this host's processes
         console = console or Console(stderr=True, highlight=False)
         what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
         console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "

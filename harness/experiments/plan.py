@@ -165,10 +165,12 @@ def kernel_specs(exp: Experiment) -> list[KernelSpec]:
     return out
 
 
-def expand(exp: Experiment) -> Plan:
+def expand(exp: Experiment, jobs: int = 1) -> Plan:
+    """The experiment's points and the unique runs they need (`jobs`: processes a deployed experiment's
+    planning may build its steps' programs with)."""
     if exp.kind == "latency" and exp.deployment == "deployed":
         from harness.experiments import deployed
-        pts = deployed.points(exp)
+        pts = deployed.points(exp, jobs)
         return Plan(exp, tuple(pts), unique(j for pt in pts for j in pt.jobs))
     if exp.kind == "latency":
         pts = points(exp)
