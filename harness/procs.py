@@ -219,3 +219,27 @@ def stop_workers(processes) -> None:
         if p.is_alive():
             p.kill()
             p.join(STOP_GRACE_S)
+
+
+def fork_pool(workers: int):
+    """A pool of `workers` forked processes that end with this one (worker_init)."""
+    import concurrent.futures as cf
+    import multiprocessing
+    return cf.ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(),),
+                                  mp_context=multiprocessing.get_context("fork"))
+
+
+def stop_pool(pool, interrupted: bool = False) -> None:
+    """Shut a fork_pool down: at once when interrupted, its workers (and their clang children) ended."""
+    if not interrupted:
+        pool.shutdown()
+        return
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    stop_workers(workers)
+    # The pool's manager thread closes its wake-up pipe when it sees the workers gone. Python's exit hook
+    # writes to that pipe, and before 3.12 it can do so just after the close and print an EBADF traceback
+    # under "pulp-odl: interrupted": let the thread finish first.
+    if manager is not None:
+        manager.join(STOP_GRACE_S)

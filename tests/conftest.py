@@ -19,10 +19,11 @@ def stand_in_compiler(monkeypatch) -> None:
     """Where no compiler is installed, one that is never run: a sweep's provenance names the compiler
     (toolchain.find), and tests whose kernels are fakes need not have one to name."""
     from harness import toolchain
+    from harness.errors import UserError
 
     try:
         toolchain.find()
-    except Exception:
+    except UserError:
         monkeypatch.setattr(toolchain, "find", lambda: toolchain.Toolchain("clang", "clang-19 (stand-in)", "stand-in"))
 
 

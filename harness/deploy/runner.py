@@ -135,23 +135,19 @@ def check_fits_in_parallel(points: list, jobs: int) -> None:
     if jobs < 2 or len(todo) < 2:
         return
     import concurrent.futures as cf
-    import multiprocessing
 
     from harness import procs
     _TO_BUILD[:] = todo
-    pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=procs.worker_init,
-                                  initargs=(os.getpid(),), mp_context=multiprocessing.get_context("fork"))
+    pool = procs.fork_pool(min(jobs, len(todo)))
     try:
         for fut in cf.as_completed([pool.submit(_check_fit, i) for i in range(len(todo))]):
             fut.result()
     except BaseException:
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        procs.stop_workers(workers)
+        procs.stop_pool(pool, interrupted=True)
         raise
     finally:
         _TO_BUILD.clear()
-    pool.shutdown()
+    procs.stop_pool(pool)
 
 
 def _check_fit(i: int) -> None:

@@ -18,7 +18,6 @@ rows, so a rerun reports them again at once; `--no-cache` retries them.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 import os
 import time
 from dataclasses import dataclass, field
@@ -142,9 +141,7 @@ class LocalPool:
         if self.jobs == 1:
             procs.one_blas_thread()   # the runs happen here
         if self.jobs > 1:
-            self._pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)),
-                                                initializer=procs.worker_init, initargs=(os.getpid(),),
-                                                mp_context=multiprocessing.get_context("fork"))
+            self._pool = procs.fork_pool(min(self.jobs, len(pending)))
 
     def results(self, pending: list, cache: cachemod.Cache, use_cache: bool, digest: str):
         """An iterator of ((name, spec), _work's result) for every pending run, as they finish. The
@@ -157,21 +154,8 @@ class LocalPool:
 
     def stop(self, interrupted: bool = False) -> None:
         pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if interrupted:
-            # our own workers (and their clang children): an interrupted sweep leaves none running
-            workers = list((getattr(pool, "_processes", None) or {}).values())
-            manager = getattr(pool, "_executor_manager_thread", None)
-            pool.shutdown(wait=False, cancel_futures=True)
-            procs.stop_workers(workers)
-            # The pool's manager thread closes its wake-up pipe when it sees the workers gone. Python's
-            # exit hook writes to that pipe, and before 3.12 it can do so just after the close and print
-            # an EBADF traceback under "pulp-odl: interrupted": let the thread finish first.
-            if manager is not None:
-                manager.join(procs.STOP_GRACE_S)
-        else:
-            pool.shutdown()
+        if pool is not None:   # interrupted: our workers and their clang children, none left running
+            procs.stop_pool(pool, interrupted)
 
 
 def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cache: cachemod.Cache | None = None,
