@@ -125,29 +125,13 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
 def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None,
            cached_as=None, share_objects=False) -> Path:
     srcs = [Path(s) for s in sources]
-    for s in srcs:   # the caller's own mistakes first: they need no compiler to be named
-        if not s.exists():
-            raise UserError(f"{s}: no such source file")
-        if s.suffix not in (".c", ".S", ".s"):
-            raise UserError(f"{s}: unsupported source type (give .c, .S or .s files)")
-    if opt not in ("0", "1", "2", "3", "s", "z", "fast"):
-        raise UserError(f"-O{opt}: unknown optimisation level (use 0, 1, 2, 3, s or z)")
-    tc = tc or find()
-    gen = runtime.prepare(plat)
-    base = [tc.cc] + flags(tc, plat, opt)
-    defs = []
-    for d in defines or []:
-        if not d or d.startswith("=") or " " in d.split("=")[0]:
-            raise UserError(f"-D {d!r}: expected NAME or NAME=VALUE")
-        defs.append(f"-D{d}")
-    incs = [f"-I{inc}" for inc in [gen, runtime.RUNTIME_DIR, runtime.INCLUDE_DIR] + [Path(i) for i in include_dirs or []]]
-    # crt0.S takes its constants from the platform header
-    common = base + defs + incs + ["-include", str(gen / "pulp_platform.h")]
+    _check_sources(srcs)
+    cx = _context(plat, opt, defines, include_dirs, tc)
+    tc, gen, common, headers = cx.tc, cx.gen, cx.common, cx.headers
     output = Path(output)
     paths.refuse_inputs(output, "-o", srcs)   # the linker would replace the source with the ELF
     with paths.user_path(output.parent, "output directory"):
         output.parent.mkdir(parents=True, exist_ok=True)
-    headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
     first = _cached_objects(tc, common, gen, [Path(x) for x in fixed], headers) if fixed else []
     objs = first + _runtime_objects(tc, common, gen)
     if libraries:
@@ -172,42 +156,7 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
                          + ["-o", str(output)]))
     else:
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
-            pre = _precompiled(tc, common, gen, Path(pch), incs) if pch and tc.kind == "clang" else None
-
-            shared = None
-            if share_objects:
-                h = hashlib.sha256(("\0".join(common) + tc.version + str(pre)).encode())
-                for part in [*(p.read_bytes() for p in headers), (gen / "pulp_isa.h").read_bytes(),
-                             (gen / "pulp_platform.h").read_bytes()]:
-                    h.update(part + b"\0")
-                shared = (elf_cache_dir() / "objects", h.hexdigest())
-
-            def compile_one(i_s):
-                i, s = i_s
-                kept = None
-                if shared is not None:
-                    key = hashlib.sha256((shared[1] + s.name).encode() + b"\0" + s.read_bytes()).hexdigest()[:32]
-                    kept = shared[0] / f"{key}.o"
-                    if kept.exists():
-                        return kept
-                obj = Path(tmp) / f"{i}-{s.stem}.o"
-                cmd = common + ["-c", str(s), "-o", str(obj)]
-                proc = None
-                if pre and s.suffix == ".c":
-                    proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
-                if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
-                    _check(procs.run(cmd))
-                if kept is not None:
-                    kept.parent.mkdir(parents=True, exist_ok=True)
-                    fd, part = tempfile.mkstemp(dir=kept.parent, suffix=".o.tmp")
-                    os.close(fd)
-                    shutil.copyfile(obj, part)
-                    os.replace(part, kept)   # concurrent builds keep the same bytes
-                return obj
-            # a whole training step is one source per stage: compiled side by side (the objects, and the
-            # link order that lays them out, are those of one at a time)
-            with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:
-                compiled = list(pool.map(compile_one, enumerate(srcs)))
+            compiled = _compile(cx, srcs, pch, Path(tmp), share_objects)
             _check(procs.run(linker.command([*objs, *compiled], keep + link_flags, output)))
     hosttime.count("elf_built")
     if cached is not None:
@@ -217,6 +166,95 @@ def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cac
         shutil.copyfile(output, tmp)
         os.replace(tmp, cached)   # concurrent builds of the same program write the same bytes
     return output
+
+
+def _check_sources(srcs: list) -> None:
+    for s in srcs:   # the caller's own mistakes first: they need no compiler to be named
+        if not s.exists():
+            raise UserError(f"{s}: no such source file")
+        if s.suffix not in (".c", ".S", ".s"):
+            raise UserError(f"{s}: unsupported source type (give .c, .S or .s files)")
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every compile of one build shares: the compiler, the platform's generated headers, the
+    command line before the source, and the headers of the include directories (part of an object's name)."""
+    tc: Toolchain
+    gen: Path
+    common: list
+    incs: list
+    headers: list
+
+
+def _context(plat: Platform, opt: str, defines: list | None, include_dirs: list | None, tc: Toolchain | None) -> _Context:
+    if opt not in ("0", "1", "2", "3", "s", "z", "fast"):
+        raise UserError(f"-O{opt}: unknown optimisation level (use 0, 1, 2, 3, s or z)")
+    tc = tc or find()
+    gen = runtime.prepare(plat)
+    defs = []
+    for d in defines or []:
+        if not d or d.startswith("=") or " " in d.split("=")[0]:
+            raise UserError(f"-D {d!r}: expected NAME or NAME=VALUE")
+        defs.append(f"-D{d}")
+    incs = [f"-I{inc}" for inc in [gen, runtime.RUNTIME_DIR, runtime.INCLUDE_DIR] + [Path(i) for i in include_dirs or []]]
+    # crt0.S takes its constants from the platform header
+    common = [tc.cc] + flags(tc, plat, opt) + defs + incs + ["-include", str(gen / "pulp_platform.h")]
+    headers = sorted(Path(p) for d in include_dirs or [] for p in Path(d).glob("*.h") if p.name != "pulp_isa.h")
+    return _Context(tc, gen, common, incs, headers)
+
+
+def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path]:
+    """Each source's object, compiled side by side (a whole training step is one source per stage; the
+    objects, and the link order that lays them out, are those of one at a time). With `share`, each object
+    is kept in the ELF cache's objects/ under the source's name and content, the flags and the headers,
+    and found there by a later compile of the same source (the object names its source by its base name
+    alone)."""
+    pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
+    shared = None
+    if share:
+        h = hashlib.sha256(("\0".join(cx.common) + cx.tc.version + str(pre)).encode())
+        for part in [*(p.read_bytes() for p in cx.headers), (cx.gen / "pulp_isa.h").read_bytes(),
+                     (cx.gen / "pulp_platform.h").read_bytes()]:
+            h.update(part + b"\0")
+        shared = (elf_cache_dir() / "objects", h.hexdigest())
+
+    def compile_one(i_s):
+        i, s = i_s
+        kept = None
+        if shared is not None:
+            key = hashlib.sha256((shared[1] + s.name).encode() + b"\0" + s.read_bytes()).hexdigest()[:32]
+            kept = shared[0] / f"{key}.o"
+            if kept.exists():
+                return kept
+        obj = tmp / f"{i}-{s.stem}.o"
+        cmd = cx.common + ["-c", str(s), "-o", str(obj)]
+        proc = None
+        if pre and s.suffix == ".c":
+            proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
+        if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
+            _check(procs.run(cmd))
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(dir=kept.parent, suffix=".o.tmp")
+            os.close(fd)
+            shutil.copyfile(obj, part)
+            os.replace(part, kept)   # concurrent builds keep the same bytes
+            return kept
+        return obj
+    with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:
+        return list(pool.map(compile_one, enumerate(srcs)))
+
+
+def objects(sources: list, plat: Platform, opt: str = "2", defines: list | None = None, include_dirs: list | None = None,
+            pch: Path | None = None, tc: Toolchain | None = None) -> list[Path]:
+    """The objects `build(..., share_objects=True)` links for SOURCES, compiled where the ELF cache's
+    objects/ lacks them and kept there: a later build of the same sources links them without compiling."""
+    srcs = [Path(s) for s in sources]
+    _check_sources(srcs)
+    cx = _context(plat, opt, defines, include_dirs, tc)
+    with hosttime.phase("compile"), tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
+        return _compile(cx, srcs, pch, Path(tmp), True)
 
 
 def copy_cached(cached: Path, output: Path) -> Path:

@@ -387,20 +387,37 @@ def test_whole_training_step_is_one_checked_program(net, layer_id, chunks):
 
 @needs_clang
 @pytest.mark.parametrize("net, dataset, layer_id", [("mobilenetv2", "cifar10", 4), ("mobilenetv2", "core50", 1)])
-def test_whole_step_program_of_a_full_plan_fits_its_l2(tmp_path, net, dataset, layer_id):
+def test_whole_step_program_of_a_full_plan_fits_its_l2(tmp_path, monkeypatch, net, dataset, layer_id):
     """The plan reserves an estimate of the whole program's code (memplan.PROGRAM_BASE_BYTES and per-stage
     bytes) and, with placement fit, lets the L2 slabs take the rest: MobileNetV2 CIFAR-10 at layer 4, p 1
-    uses it all (608 bytes to spare when the library's code last grew). At CORe50's resolution from layer 1
-    the stages stream most of their tensors and their code is 28 KiB more than the estimate: the plan is
-    cut to what the built program leaves (runner.fit_code). Either program, built, must leave the arena
-    the plan needs: an estimate gone wrong fails here, not in a user's deploy."""
+    uses it all. At CORe50's resolution from layer 1 the stages stream most of their tensors and their code
+    is 28 KiB more than the estimate: the plan is cut to what the program leaves (runner.fit_code), as a
+    stand-in linked from the stages' own objects says (runner.l2_left). The built program must leave the
+    arena the plan needs, and the stand-in may say less than it leaves, never more: an estimate gone wrong
+    fails here, not in a user's deploy. The stage programs then link the objects the check compiled."""
     from harness import elf as elfmod
+    from harness import procs
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
+    runner.plan_of.cache_clear()
     plan = runner.plan_of(runner.Point(net, dataset, layer_id, 1.0, "paper"))
     prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
-    elf = elfmod.load(runner.build(prog, plan.platform, tmp_path))
+    (tmp_path / "step").mkdir()
+    elf = elfmod.load(runner.build(prog, plan.platform, tmp_path / "step"))
     left = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
     assert left >= plan.arena, f"the program leaves {left} bytes of L2, the plan needs {plan.arena}"
     assert left - plan.arena < memplan.SCRATCH_MARGIN     # a full plan: the check was needed
+    said = runner.l2_left(plan)
+    assert left - 1024 <= said <= left, f"the stand-in says {said} bytes are left, the program leaves {left}"
+    compiled = []
+    real = procs.run
+    monkeypatch.setattr(procs, "run", lambda cmd, *a, **k: (compiled.append(cmd[cmd.index("-c") + 1]) if "-c" in cmd
+                                                            else None) or real(cmd, *a, **k))
+    job = next(j for j in runner.stage_jobs(runner.Point(net, dataset, layer_id, 1.0, "paper"))[1]
+               if j.stage == "classifier.wg")
+    (tmp_path / "stage").mkdir()
+    runner.build(job.program()[3], plan.platform, tmp_path / "stage")
+    assert not [c for c in compiled if c.endswith("st0.c")], compiled
+    runner.plan_of.cache_clear()
 
 
 def test_a_plan_whose_code_leaves_too_little_l2_is_planned_again(monkeypatch):
@@ -430,62 +447,52 @@ def test_a_plan_whose_code_leaves_too_little_l2_is_planned_again(monkeypatch):
 
 
 def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
-    """runner.l2_left builds a plan's whole-step program once: the L2 it leaves is remembered beside the ELF
+    """runner.l2_left links a plan's stand-in program once: the L2 it leaves is remembered beside the ELF
     cache under what the program is generated from, so a rerun plans without generating the step again; a
-    plan that differs is built, and a damaged memo is built again. (The build is a stand-in here.)"""
+    plan that differs is linked, and a damaged memo is linked again. (The link is a stand-in here.)"""
     import dataclasses
-    from types import SimpleNamespace
-
-    from harness import elf as elfmod
     stand_in_compiler(monkeypatch)
     monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path))
-    built = []
+    linked = []
 
-    def build(prog, plat, workdir, cached_as=None, share_objects=False):
-        built.append(prog)
-        return workdir / "program.elf"
-    monkeypatch.setattr(runner, "build", build)
-    monkeypatch.setattr(elfmod, "load", lambda path: SimpleNamespace(
-        symbols={"__l2_heap_start": 1000, "__l2_heap_end": 1000 + 400_000 - 8 * len(built)}))
+    def standin_left(plan):
+        linked.append(plan)
+        return 400_000 - 8 * len(linked)
+    monkeypatch.setattr(runner, "_standin_left", standin_left)
     plan = runner.plan_of(runner.Point("phinet", "cifar10", 2, 0.7, "paper"))
     first = runner.l2_left(plan)
-    assert first == 400_000 - 8 and len(built) == 1
-    assert runner.l2_left(plan) == first and len(built) == 1            # remembered
+    assert first == 400_000 - 8 and len(linked) == 1
+    assert runner.l2_left(plan) == first and len(linked) == 1            # remembered
     other = dataclasses.replace(plan, budget=plan.budget - 4096)
-    assert runner.l2_left(other) == 400_000 - 16 and len(built) == 2    # another plan: its own program
+    assert runner.l2_left(other) == 400_000 - 16 and len(linked) == 2    # another plan: its own program
     for memo in (tmp_path / "fit").glob("*.json"):
         memo.write_text("{not json")
-    assert runner.l2_left(plan) == 400_000 - 24 and len(built) == 3     # damaged: built again
+    assert runner.l2_left(plan) == 400_000 - 24 and len(linked) == 3     # damaged: linked again
 
 
-def test_fit_checks_are_built_side_by_side_before_the_planning(tmp_path, monkeypatch):
-    """runner.check_fits_in_parallel: the tight plans of a sweep's points have their programs built by forked
-    workers (their checks remembered), so the planning in turn builds none; a roomy plan is not built. (The
-    build is a stand-in that notes which process ran it.)"""
+def test_fit_checks_are_made_side_by_side_before_the_planning(tmp_path, monkeypatch):
+    """runner.check_fits_in_parallel: the tight plans of a sweep's points are checked by forked workers
+    (their checks remembered), so the planning in turn checks none; a roomy plan is not checked. (The
+    check is a stand-in that notes which process ran it.)"""
     import os
-    from types import SimpleNamespace
-
-    from harness import elf as elfmod
     stand_in_compiler(monkeypatch)
     monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
     runner.plan_of.cache_clear()
-    who = tmp_path / "built-by"
+    who = tmp_path / "checked-by"
     who.mkdir()
 
-    def build(prog, plat, workdir, cached_as=None, share_objects=False):
+    def standin_left(plan):
         (who / f"{os.getpid()}-{len(list(who.iterdir()))}").write_text("")
-        return workdir / "program.elf"
-    monkeypatch.setattr(runner, "build", build)
-    monkeypatch.setattr(elfmod, "load", lambda path: SimpleNamespace(symbols={"__l2_heap_start": 0,
-                                                                              "__l2_heap_end": 1 << 30}))
+        return 1 << 30
+    monkeypatch.setattr(runner, "_standin_left", standin_left)
     tight = [runner.Point("mobilenetv2", "cifar10", 4, p, "paper") for p in (1.0, 0.8)]
     roomy = runner.Point("phinet", "cifar10", 1, 1.0, "paper")
     runner.check_fits_in_parallel(tight + [roomy, tight[0]], jobs=2)
-    builders = {f.name.split("-")[0] for f in who.iterdir()}
-    assert len(list(who.iterdir())) == 2 and str(os.getpid()) not in builders
+    checkers = {f.name.split("-")[0] for f in who.iterdir()}
+    assert len(list(who.iterdir())) == 2 and str(os.getpid()) not in checkers
     for pt in tight + [roomy]:
         runner.plan_of(pt)
-    assert len(list(who.iterdir())) == 2      # every check remembered: nothing built in turn
+    assert len(list(who.iterdir())) == 2      # every check remembered: nothing checked in turn
     runner.plan_of.cache_clear()
 
 

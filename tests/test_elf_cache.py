@@ -155,9 +155,9 @@ def test_sources_compiled_side_by_side_link_as_one_at_a_time(tmp_path, monkeypat
 
 @needs_clang
 def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
-    """With share_objects (a plan's fit check), each source's object is kept and a later build of the same
-    sources links them instead of compiling: the ELF is byte for byte the one compiled from scratch, and
-    a source that changed is compiled again."""
+    """With share_objects (every deployed program), each source's object is kept and a later build of the
+    same sources links them instead of compiling: the ELF is byte for byte the one compiled from scratch,
+    and a source that changed is compiled again."""
     from harness import procs
     from harness.deploy import program as progmod
     from harness.deploy import runner
@@ -168,6 +168,9 @@ def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
     real = procs.run
     monkeypatch.setattr(procs, "run", lambda cmd, *a, **k: (compiled.append(cmd[cmd.index("-c") + 1]) if "-c" in cmd
                                                             else None) or real(cmd, *a, **k))
+    real_build = toolchain.build
+    share = True
+    monkeypatch.setattr(toolchain, "build", lambda *a, **k: real_build(*a, **{**k, "share_objects": share}))
     elfs = {}
     for name, share in (("plain", False), ("first", True), ("again", True)):
         monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / ("cache-" + name)) if name != "again"
@@ -178,7 +181,7 @@ def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
         work = tmp_path / name
         work.mkdir()
         compiled.clear()
-        elfs[name] = (runner.build(prog, plan.platform, work, share_objects=share).read_bytes(),
+        elfs[name] = (runner.build(prog, plan.platform, work).read_bytes(),
                       [c for c in compiled if c.endswith(("st0.c", "st1.c"))])
     assert elfs["plain"][0] == elfs["first"][0] == elfs["again"][0]
     assert elfs["first"][1] and not elfs["again"][1]
@@ -187,5 +190,5 @@ def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
     work = tmp_path / "changed"
     work.mkdir()
     compiled.clear()
-    runner.build(dataclasses.replace(prog, files=changed), plan.platform, work, share_objects=True)
+    runner.build(dataclasses.replace(prog, files=changed), plan.platform, work)
     assert [c for c in compiled if c.endswith("st1.c")] and not [c for c in compiled if c.endswith("st0.c")]

@@ -124,19 +124,27 @@ class Program:
 
 def _assemble(title: str, codes: list[StageCode], body: list[str], align: int, head_title: str | None = None,
               keep: bool = False) -> Program:
-    protos = "\n".join(f"void {sc.fn}(int chunk);" for sc in codes)
-    out = [HEAD.format(title=head_title or title, n=len(codes), protos=protos)]
+    files = {"main.c": _main_c(head_title or title, [sc.fn for sc in codes], body, keep)}
+    for sc in codes:
+        files[f"{sc.fn}.c"] = stage_file(sc, align)
+    return Program(title, files, codes, max((sc.l1_bytes for sc in codes), default=0))
+
+
+def _main_c(title: str, fns: list[str], body: list[str], keep: bool) -> str:
+    out = [HEAD.format(title=title, n=len(fns), protos="\n".join(f"void {fn}(int chunk);" for fn in fns))]
     if keep:
         out.append(KEEP)
     out.append("static void odl_cluster(void *arg) {\n  (void)arg;")
     out += body
     out.append("}")
-    out.append(MAIN.format(n=len(codes), keep_print=KEEP_PRINT if keep else ""))
-    files = {"main.c": "\n".join(out)}
-    for sc in codes:
-        files[f"{sc.fn}.c"] = STAGE_HEAD + STAGE_ALIGN.format(fn=sc.fn, align=align) \
-            + sc.c.replace(f"static void {sc.fn}(int chunk)", f"void {sc.fn}(int chunk)")
-    return Program(title, files, codes, max((sc.l1_bytes for sc in codes), default=0))
+    out.append(MAIN.format(n=len(fns), keep_print=KEEP_PRINT if keep else ""))
+    return "\n".join(out)
+
+
+def stage_file(sc: StageCode, align: int) -> str:
+    """A stage's source file: its function on an instruction-cache boundary, called from main.c."""
+    return STAGE_HEAD + STAGE_ALIGN.format(fn=sc.fn, align=align) \
+        + sc.c.replace(f"static void {sc.fn}(int chunk)", f"void {sc.fn}(int chunk)")
 
 
 def code_alignment(plat) -> int:
@@ -193,16 +201,28 @@ def kept_tensors(plan) -> dict[str, tuple[int, int, int]]:
     return out
 
 
+def step_calls(step: Step) -> list[tuple[Stage, str]]:
+    """The whole step's (stage, variant)s in the order of their functions (st0, st1, ...) and ODLST lines."""
+    return [(st, v) for st in step.stages for v in variants(step, st)]
+
+
 def step_program(gen: Gen, step: Step) -> Program:
     """The whole epoch-1 training step: frozen chunks, latents, tail forward and backward by chunks,
     the updates within the last chunk's backward. Each (stage, variant) is one function and one ODLST line."""
-    codes: list[StageCode] = []
-    index: dict[tuple[str, str], int] = {}
-    kept = kept_tensors(gen.plan)
-    for st in step.stages:
-        for v in variants(step, st):
-            index[(st.name, v)] = len(codes)
-            codes.append(gen.render(st, f"st{len(codes)}", v))
+    codes = [gen.render(st, f"st{i}", v) for i, (st, v) in enumerate(step_calls(step))]
+    align = code_alignment(gen.plat)
+    files = {"main.c": step_main(gen.plan, step), **{f"{sc.fn}.c": stage_file(sc, align) for sc in codes}}
+    return Program(_step_title(step), files, codes, max((sc.l1_bytes for sc in codes), default=0))
+
+
+def _step_title(step: Step) -> str:
+    return f"training step of {step.cut.network.name} {step.cut.label} p {step.p:g}"
+
+
+def step_main(plan, step: Step) -> str:
+    """The whole step's main.c: the chunk loops that call the stages' functions (step_calls' order)."""
+    index = {(st.name, v): i for i, (st, v) in enumerate(step_calls(step))}
+    kept = kept_tensors(plan)
 
     def calls(phase, chunk_var, repeat=None):
         lines = []
@@ -248,8 +268,7 @@ def step_program(gen: Gen, step: Step) -> Program:
     body += calls("fw", "c")
     body += calls("bw", "c")
     body.append("  }")
-    return _assemble(f"training step of {step.cut.network.name} {step.cut.label} p {step.p:g}", codes, body,
-                     code_alignment(gen.plat), keep=bool(kept))
+    return _main_c(_step_title(step), [f"st{i}" for i in range(len(index))], body, keep=bool(kept))
 
 
 def parse(stdout: str) -> tuple[int, list[dict]]:

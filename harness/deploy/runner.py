@@ -12,6 +12,7 @@ composition of its stages measured on their own.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from harness.backends import embedded
 from harness.deploy import codegen
 from harness.deploy import program as progmod
 from harness.deploy import reference as ref
+from harness.deploy import standin
 from harness.deploy.codegen import Gen
 from harness.deploy.graph import Stage, Step, build_step, deploy_kind
 from harness.deploy.memplan import SCRATCH_MARGIN, Home, MemoryPlan, choose_step, plan_step, scratch_bytes
@@ -42,6 +44,8 @@ from harness.schedule import cl_params
 
 INCLUDE = ROOT / "pulp_kernels" / "include"
 LIBRARY = ROOT / "pulp_kernels" / "deploy" / "odl_deploy.c"
+PCH = INCLUDE / "odl_deploy.h"   # every generated source includes it first
+OPT = "2"
 DEFINES: list[str] = []   # the same program on every backend (the FC sleeps in wfi while the cluster trains)
 SEED = 7
 # The latents of the whole step's check against the NumPy frozen forward, normwise: each stage rounds where
@@ -116,11 +120,10 @@ _TO_BUILD: list = []   # the plans whose programs check_fits_in_parallel's worke
 
 
 def check_fits_in_parallel(points: list, jobs: int) -> None:
-    """Before a sweep plans its points in turn: every point's plan whose code must be checked against its
-    built program (fit_code) and whose check is not remembered has that program generated and built by
-    `jobs` forked workers side by side, the results remembered (l2_left). From a clean cache the checks
-    were made one after the other: 133 builds of whole-step programs before the first of fig4's stage
-    programs ran. A check a worker cannot make is left to the planning in turn, which says why."""
+    """Before a sweep plans its points in turn: every point's plan whose code must be checked (fit_code)
+    and whose check is not remembered is checked by `jobs` forked workers side by side, the results
+    remembered (l2_left). A check compiles the stages' own programs' sources, which the sweep's stage
+    programs then link. A check a worker cannot make is left to the planning in turn, which says why."""
     todo = []
     for pt in dict.fromkeys(points):
         key = (pt, None, None, 0, 0)
@@ -170,7 +173,8 @@ def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:
 # The plan reserves an estimate of its whole-step program's code (memplan.l2_budget). On table2's points it
 # is 0.6 - 34 KiB over where the stages' tensors lie in L2, and 26 - 28 KiB under where most of them stream
 # from external memory, whose stages carry the streaming code (MobileNetV2 CORe50 from layer 1: 263 KiB of
-# code against 229 KiB estimated, its stages 4.1 KiB each on their instruction-cache boundaries).
+# code against 229 KiB estimated, its stages 4.1 KiB each on their instruction-cache boundaries). A plan
+# near the estimate is checked against a stand-in of its program (l2_left).
 FIT_ROUNDS = 4
 CODE_GROWTH = 1024   # room left for the code a re-plan adds (a tensor more streamed from external memory)
 
@@ -178,8 +182,8 @@ CODE_GROWTH = 1024   # room left for the code a re-plan adds (a tensor more stre
 def fit_code(plan: MemoryPlan) -> MemoryPlan:
     """`plan`, or the plan of its step with less L2 for the tensors, so that the whole step's program fits
     L2 beside them. A plan whose tensors leave the estimate's margin (memplan.SCRATCH_MARGIN) stands; any
-    other is checked against its program, generated and built (the ELF cached), and where the code leaves
-    less L2 than the tensors need, planned again within what the code leaves."""
+    other is checked against what its program leaves (l2_left), and where the code leaves less L2 than the
+    tensors need, planned again within that."""
     if plan.budget - plan.arena >= SCRATCH_MARGIN:
         return plan
     for _ in range(FIT_ROUNDS):
@@ -193,10 +197,11 @@ def fit_code(plan: MemoryPlan) -> MemoryPlan:
 
 
 def l2_left(plan: MemoryPlan) -> int | None:
-    """Bytes of L2 the plan's whole-step program leaves for its tensors (None where the step's check
-    cannot be built: its gradients' copies would not fit HyperRAM). Remembered beside the ELF cache under
-    everything the program is generated from: a sweep run again plans without generating its steps again
-    (table 2's 28 tight plans took 25 s of a cached run's 36)."""
+    """Bytes of L2 the plan's whole-step program leaves for its tensors, at most: a stand-in of the program
+    linked from its stages' own objects says at most 1 KiB less than the program leaves, never more
+    (_standin_left; None where the step's check cannot be built: its gradients' copies would not fit
+    HyperRAM). Remembered beside the ELF cache under everything the program is generated from: a sweep run
+    again plans without generating its steps again (table 2's 28 tight plans took 25 s of a cached run's 36)."""
     memo = _fit_memo(plan)
     try:
         left = json.loads(memo.read_text())["left"]
@@ -205,15 +210,50 @@ def l2_left(plan: MemoryPlan) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         pass   # absent or damaged: built again
     try:
-        prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+        left = _standin_left(plan)
     except UserError:
         left = None
-    else:
-        with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:   # the points of a sweep share stages' code
-            elf = elfmod.load(build(prog, plan.platform, Path(tmp), share_objects=True))
-        left = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
     _write_memo(memo, {"left": left})
     return left
+
+
+_OWN_OBJECTS: dict = {}   # (ELF cache, a stage program's content()) -> its object (the stages a process's checks met)
+
+
+def _standin_left(plan: MemoryPlan) -> int:
+    """What the whole-step program leaves of L2, from a stand-in of its stages (harness.deploy.standin) made
+    of their own programs' objects: the objects a sweep's stage programs link (compiled here where they are
+    not yet), so that checking a plan compiles only the stages whose code ends near a boundary."""
+    plat, step = plan.platform, plan.step
+    align = progmod.code_alignment(plat)
+    objects = functools.partial(toolchain.objects, plat=plat, opt=OPT, include_dirs=[INCLUDE], defines=DEFINES, pch=PCH)
+    calls = progmod.step_calls(step)
+    main = _shared("main.c", progmod.step_main(plan, step))
+    with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:
+        keys = [json.dumps([str(toolchain.elf_cache_dir()), content(plan, st, v)], sort_keys=True) for st, v in calls]
+        todo = {}
+        for k, (st, v) in zip(keys, calls):
+            if k not in todo and not (k in _OWN_OBJECTS and _OWN_OBJECTS[k].exists()):
+                own = progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v)
+                src = Path(tmp) / f"own{len(todo)}" / "st0.c"   # the stage program's file name: part of the object's
+                src.parent.mkdir()
+                src.write_text(own.files["st0.c"])
+                todo[k] = src
+        _OWN_OBJECTS.update(zip(todo, objects(list(todo.values()))))
+        stages = [(f"st{i}", _OWN_OBJECTS[k], "st0") for i, k in enumerate(keys)]
+        near = [i for i, (_, o, was) in enumerate(stages)
+                if i == len(stages) - 1 or standin.near_boundary(standin.code_bytes(o, was), align)]
+        gen = Gen(plan, plat)
+        for i in near:
+            st, v = calls[i]
+            (Path(tmp) / f"st{i}.c").write_text(progmod.stage_file(gen.render(st, f"st{i}", v), align))
+        for i, o in zip(near, objects([Path(tmp) / f"st{i}.c" for i in near])):
+            stages[i] = (f"st{i}", o, f"st{i}")
+        asm = Path(tmp) / "stages.S"
+        asm.write_text(standin.assembly(stages))
+        elf = elfmod.load(toolchain.build([asm], Path(tmp) / "standin.elf", plat, opt=OPT, include_dirs=[INCLUDE],
+                                          defines=DEFINES, libraries=[main], fixed=_fixed()))
+    return elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
 
 
 def _fit_memo(plan: MemoryPlan) -> Path:
@@ -614,17 +654,22 @@ def _shared(name: str, text: str) -> Path:
     return path
 
 
-def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None, share_objects: bool = False) -> Path:
+def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None) -> Path:
+    """The program's ELF, from the cache where it was built before; its sources' objects are kept (toolchain
+    share_objects), so that a stage compiled for a plan's code check is linked, not compiled, by its run."""
     srcs = []
     for name, text in prog.files.items():
         (workdir / name).write_text(text)    # kept beside the ELF for reading
         if name != "main.c":
             srcs.append(workdir / name)
-    # the library and the micro-kernels first and whole: at the same addresses in every deployed program
-    fixed = [LIBRARY, _shared("kernels.S", asm_kernels())]
-    return toolchain.build(srcs, workdir / "program.elf", plat, opt="2", include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=fixed, cache=True,
-                           pch=INCLUDE / "odl_deploy.h", cached_as=cached_as, share_objects=share_objects)
+    return toolchain.build(srcs, workdir / "program.elf", plat, opt=OPT, include_dirs=[INCLUDE], defines=DEFINES,
+                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=_fixed(), cache=True,
+                           pch=PCH, cached_as=cached_as, share_objects=True)
+
+
+def _fixed() -> list[Path]:
+    """The library and the micro-kernels, first and whole: at the same addresses in every deployed program."""
+    return [LIBRARY, _shared("kernels.S", asm_kernels())]
 
 
 def _where(elf: elfmod.Program, plan: MemoryPlan, name: str):
