@@ -420,6 +420,41 @@ def test_whole_step_program_of_a_full_plan_fits_its_l2(tmp_path, monkeypatch, ne
     runner.plan_of.cache_clear()
 
 
+@needs_clang
+@pytest.mark.parametrize("net, dataset, layer_id, p", [("phinet", "cifar10", 5, 0.7), ("phinet", "core50", 2, 0.8)])
+def test_the_code_check_stand_in_never_says_more_than_the_program_leaves(tmp_path, monkeypatch, net, dataset,
+                                                                         layer_id, p):
+    """runner.l2_left's stand-in (harness.deploy.standin) on PhiNet steps of 110 and 80 stages: what it says
+    is left is what the built program leaves, less at most 1 KiB (384 and 80 bytes when measured), never
+    more; dropping the sections nothing calls into breaks it. And what the stand-in rests on: each stage's
+    code compiled at its whole-step addresses is within the windows (standin.NEAR_BELOW, NEAR_ABOVE) of its
+    own program's, so that only stages ending that near a boundary need their whole-step sources."""
+    from harness import elf as elfmod
+    from harness import toolchain
+    from harness.deploy import standin
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
+    plan = runner._unchecked_plan(runner.Point(net, dataset, layer_id, p, "paper"), None, None)
+    prog = progmod.step_program(Gen(plan, plan.platform), plan.step)
+    elf = elfmod.load(runner.build(prog, plan.platform, tmp_path))
+    left = elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
+    said = runner.l2_left(plan)
+    assert left - 1024 <= said <= left, f"the stand-in says {said} bytes are left, the program leaves {left}"
+    (tmp_path / "own").mkdir()
+    own_srcs = []
+    for i, sc in enumerate(prog.codes):
+        own = progmod.stage_program(Gen(runner.local_plan(plan, sc.stage, sc.variant), plan.platform), sc.stage,
+                                    sc.variant)
+        (tmp_path / "own" / f"{i}").mkdir()
+        own_srcs.append(tmp_path / "own" / f"{i}" / "st0.c")
+        own_srcs[-1].write_text(own.files["st0.c"])
+    build = dict(plat=plan.platform, opt=runner.OPT, include_dirs=[runner.INCLUDE], defines=runner.DEFINES, pch=runner.PCH)
+    owns = toolchain.objects(own_srcs, **build)
+    wholes = toolchain.objects([tmp_path / f"{sc.fn}.c" for sc in prog.codes], **build)
+    for sc, o, w in zip(prog.codes, owns, wholes):
+        grew = standin.code_bytes(w, sc.fn) - standin.code_bytes(o, "st0")
+        assert -standin.NEAR_BELOW < grew < standin.NEAR_ABOVE, f"{sc.stage.name}: {grew:+} bytes at its step's addresses"
+
+
 def test_a_plan_whose_code_leaves_too_little_l2_is_planned_again(monkeypatch):
     """runner.fit_code: a tight plan is checked against its built program's L2 and planned again within
     it, as often as the program still does not fit; a plan with the estimate's margin is not built. (The
