@@ -505,6 +505,29 @@ def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
     assert runner.l2_left(plan) == 400_000 - 24 and len(linked) == 3     # damaged: linked again
 
 
+def test_the_chunk_choice_is_remembered(tmp_path, monkeypatch):
+    """runner._chosen: the chunks choose_step picks for a point are remembered beside the ELF cache, and a
+    sweep run again plans the point once with them, the same plan; a damaged memo is chosen again, and a
+    planner that plans otherwise (less L2 for the tensors) does not take the old choice."""
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path))
+    pt = runner.Point("phinet", "cifar10", 2, 0.7, "paper")
+    first = runner._unchecked_plan(pt, None, None)
+    assert len(list((tmp_path / "chunks").glob("*.json"))) == 1
+    real = runner.choose_step
+    monkeypatch.setattr(runner, "choose_step", lambda *a: pytest.fail("chosen again"))
+    again = runner._unchecked_plan(pt, None, None)
+    assert runner._plan_fingerprint(again) == runner._plan_fingerprint(first)
+    chosen = []
+    monkeypatch.setattr(runner, "choose_step", lambda *a: chosen.append(a) or real(*a))
+    for memo in (tmp_path / "chunks").glob("*.json"):
+        memo.write_text("{not json")
+    runner._unchecked_plan(pt, None, None)
+    assert len(chosen) == 1
+    monkeypatch.setattr(memplan, "PROGRAM_BASE_BYTES", memplan.PROGRAM_BASE_BYTES + 256 * 1024)
+    runner._unchecked_plan(pt, None, None)
+    assert len(chosen) == 2 and len(list((tmp_path / "chunks").glob("*.json"))) == 2
+
+
 def test_fit_checks_are_made_side_by_side_before_the_planning(tmp_path, monkeypatch):
     """runner.check_fits_in_parallel: the tight plans of a sweep's points are checked by forked workers
     (their checks remembered), so the planning in turn checks none; a roomy plan is not checked. (The

@@ -101,10 +101,12 @@ class MemoryPlan:
         if "<scratch>" not in self.homes:
             return best
         step = self.step
-        runs = 0
-        for i, (st, _) in enumerate(step.sequence()):
-            if st.name == stage:
-                runs |= 1 << i
+        if "<runs>" not in self._slabs:   # each stage's runs as a set of positions, once a plan (content() asks per stage)
+            every: dict = {}
+            for i, (st, _) in enumerate(step.sequence()):
+                every[st.name] = every.get(st.name, 0) | 1 << i
+            self._slabs["<runs>"] = every
+        runs = self._slabs["<runs>"].get(stage, 0)
         if not runs:
             return best
         if "<masks>" not in self._slabs:

@@ -112,8 +112,30 @@ def _unchecked_plan(pt: Point, n_f: int | None, n_t: int | None, n_f2: int = 0, 
         n_f, n_t, n_f2, split = (tuple(pt.chunks) + (0, 0))[:4]
         check_chunks(pt, n_f, n_t)
     if n_f is None:
-        return choose_step(cut, pt.p, params, plat, pt.placement)
+        return _chosen(cut, pt.p, params, plat, pt.placement)
     return plan_step(build_step(cut, pt.p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, pt.placement)
+
+
+def _chosen(cut, p: float, params, plat, placement: str) -> MemoryPlan:
+    """choose_step's plan, its chunks remembered beside the ELF cache: the search plans each point some ten
+    times, and a sweep run again (after a change of the simulator alone, say) plans each once (fig4's 140
+    points: 33 s of a cached run's planning). The memo is named by the plan of one sample a chunk, which
+    holds everything the choice depends on: the cut's stages and tensors, the platform, the placement, the
+    planner's budgets and the generating sources."""
+    try:
+        probe = plan_step(build_step(cut, p, params, n_f=1, n_t=1), plat, placement)
+    except UserError:
+        return choose_step(cut, p, params, plat, placement)
+    memo = toolchain.elf_cache_dir() / "chunks" / f"{_plan_fingerprint(probe)}.json"
+    try:
+        n_f, n_t, n_f2, split = (int(x) for x in json.loads(memo.read_text())["chunks"])
+        return plan_step(build_step(cut, p, params, n_f=n_f, n_t=n_t, n_f2=n_f2, split=split), plat, placement)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass   # absent or damaged: chosen again
+    plan = choose_step(cut, p, params, plat, placement)
+    st = plan.step
+    _write_memo(memo, {"chunks": [st.n_f, st.n_t, st.n_f2, st.split]})
+    return plan
 
 
 _TO_BUILD: list = []   # the plans whose programs check_fits_in_parallel's workers build (inherited by fork)
