@@ -172,9 +172,6 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
     index = cache.load_index(digest)
     for platform in sorted({sp.platform for sp in specs.values()}):
         cachemod.runtime_extras(platform)   # once here, inherited by the workers
-        for kind in {type(sp) for sp in specs.values() if sp.platform == platform}:
-            if hasattr(kind, "warm"):
-                kind.warm(platform)         # what every run of the kind loads first: once, before the pool forks
 
     pending: list[tuple[str, KernelSpec, dict | None]] = []
     for name, sp in specs.items():
@@ -190,6 +187,9 @@ def run_specs(specs: dict, jobs: int | None = None, use_cache: bool = True, cach
                     out.recomputed[name] = damaged
         pending.append((name, sp, prov))
     pending.sort(key=lambda t: -weight(t[1]))
+    for platform, kind in sorted({(sp.platform, type(sp)) for _, sp, _ in pending}, key=lambda pk: (pk[0], pk[1].__name__)):
+        if hasattr(kind, "warm"):
+            kind.warm(platform)   # what every run of the kind loads first: once, before the pool forks (not for cached rows)
 
     changed = False
 
