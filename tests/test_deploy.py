@@ -490,7 +490,7 @@ def test_the_fit_check_is_remembered(tmp_path, monkeypatch):
     monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path))
     linked = []
 
-    def standin_left(plan):
+    def standin_left(plan, own):
         linked.append(plan)
         return 400_000 - 8 * len(linked)
     monkeypatch.setattr(runner, "_standin_left", standin_left)
@@ -530,27 +530,62 @@ def test_the_chunk_choice_is_remembered(tmp_path, monkeypatch):
 
 def test_fit_checks_are_made_side_by_side_before_the_planning(tmp_path, monkeypatch):
     """runner.check_fits_in_parallel: the tight plans of a sweep's points are checked by forked workers
-    (their checks remembered), so the planning in turn checks none; a roomy plan is not checked. (The
-    check is a stand-in that notes which process ran it.)"""
+    (their checks remembered), so the planning in turn checks none; a roomy plan is not checked. A plan
+    that stands has its stage jobs built there, from the programs its check generated. (The check and
+    the builds are stand-ins that note which process ran them.)"""
     import os
     stand_in_compiler(monkeypatch)
     monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
     runner.plan_of.cache_clear()
-    who = tmp_path / "checked-by"
+    who, built = tmp_path / "checked-by", tmp_path / "built-by"
     who.mkdir()
+    built.mkdir()
 
-    def standin_left(plan):
+    def standin_left(plan, own):
+        assert own and all("void st0(int chunk)" in text for text in own.values())
         (who / f"{os.getpid()}-{len(list(who.iterdir()))}").write_text("")
         return 1 << 30
+
+    def prebuild(job):
+        assert "_made" in job.__dict__    # generated for the check: not again
+        (built / f"{os.getpid()}-{job.name}").write_text("")
     monkeypatch.setattr(runner, "_standin_left", standin_left)
+    monkeypatch.setattr(runner.StageJob, "prebuild", prebuild)
     tight = [runner.Point("mobilenetv2", "cifar10", 4, p, "paper") for p in (1.0, 0.8)]
     roomy = runner.Point("phinet", "cifar10", 1, 1.0, "paper")
     runner.check_fits_in_parallel(tight + [roomy, tight[0]], jobs=2)
     checkers = {f.name.split("-")[0] for f in who.iterdir()}
     assert len(list(who.iterdir())) == 2 and str(os.getpid()) not in checkers
+    names = {f.name.split("-", 1)[1] for f in built.iterdir()}
+    assert names == {j.name for pt in tight for j in runner.stage_jobs(pt)[1]}
+    assert str(os.getpid()) not in {f.name.split("-")[0] for f in built.iterdir()}
     for pt in tight + [roomy]:
         runner.plan_of(pt)
     assert len(list(who.iterdir())) == 2      # every check remembered: nothing checked in turn
+    runner.plan_of.cache_clear()
+
+
+@needs_clang
+def test_a_checked_plan_s_stage_programs_are_built_for_its_runs(tmp_path, monkeypatch):
+    """The code check of a tight plan (runner._check_fit, as check_fits_in_parallel's workers run it) builds
+    the plan's stage programs and remembers them: every job of the point then recalls its program instead
+    of generating it, and a recalled run gives the row a generated one gives."""
+    monkeypatch.setenv("PULP_ODL_ELF_CACHE", str(tmp_path / "elf"))
+    runner.plan_of.cache_clear()
+    pt = runner.Point("mobilenetv2", "cifar10", 4, 0.8, "paper")
+    plan = runner._unchecked_plan(pt, None, None)
+    assert plan.budget - plan.arena < memplan.SCRATCH_MARGIN
+    monkeypatch.setattr(runner, "_TO_BUILD", [(pt, plan)])
+    runner._check_fit(0)
+    jobs = runner.stage_jobs(pt)[1]
+    assert all(j.recall() is not None for j in jobs)
+    job = next(j for j in jobs if j.stage == "classifier.wg")
+    recalled = job.run()
+    fresh = next(j for j in runner.stage_jobs(pt)[1] if j.stage == "classifier.wg")
+    fresh.__dict__["_recalled"] = None     # as if nothing were remembered: generated and built
+    generated = fresh.run()
+    assert recalled["ok"] and {k: v for k, v in recalled.items() if k != "outputs"} == \
+        {k: v for k, v in generated.items() if k != "outputs"}
     runner.plan_of.cache_clear()
 
 

@@ -138,14 +138,16 @@ def _chosen(cut, p: float, params, plat, placement: str) -> MemoryPlan:
     return plan
 
 
-_TO_BUILD: list = []   # the plans whose programs check_fits_in_parallel's workers build (inherited by fork)
+_TO_BUILD: list = []   # (point, plan) that check_fits_in_parallel's workers check (inherited by fork)
 
 
 def check_fits_in_parallel(points: list, jobs: int) -> None:
     """Before a sweep plans its points in turn: every point's plan whose code must be checked (fit_code)
     and whose check is not remembered is checked by `jobs` forked workers side by side, the results
-    remembered (l2_left). A check compiles the stages' own programs' sources, which the sweep's stage
-    programs then link. A check a worker cannot make is left to the planning in turn, which says why."""
+    remembered (l2_left). A check generates and compiles the stages' own programs, and where the plan
+    stands, builds and remembers them as their runs would (StageJob.prebuild): the sweep then runs them
+    without generating or compiling. A check a worker cannot make is left to the planning in turn, which
+    says why."""
     todo = []
     for pt in dict.fromkeys(points):
         key = (pt, None, None, 0, 0)
@@ -156,7 +158,7 @@ def check_fits_in_parallel(points: list, jobs: int) -> None:
         except UserError:
             continue   # the planning in turn meets it again and reports it
         if plan.budget - plan.arena < SCRATCH_MARGIN and not _fit_memo(plan).exists():
-            todo.append(plan)
+            todo.append((pt, plan))
     if jobs < 2 or len(todo) < 2:
         return
     import concurrent.futures as cf
@@ -176,8 +178,16 @@ def check_fits_in_parallel(points: list, jobs: int) -> None:
 
 
 def _check_fit(i: int) -> None:
+    """One plan's check, from its stage jobs' programs; where the plan stands, the jobs' programs are built
+    and remembered too, so that the sweep runs them without generating them again."""
+    pt, plan = _TO_BUILD[i]
     try:
-        l2_left(_TO_BUILD[i])
+        jobs = jobs_of(pt, plan)
+        own = {(j.stage, j.variant): j.program(plan)[3].files["st0.c"] for j in jobs}
+        left = l2_left(plan, own)
+        if left is not None and left >= plan.arena:
+            for j in jobs:
+                j.prebuild()
     except UserError:
         pass   # the planning in turn meets it again and reports it
 
@@ -218,7 +228,7 @@ def fit_code(plan: MemoryPlan) -> MemoryPlan:
                     f"or smaller chunks (--chunk-frozen, --chunk-tail)")
 
 
-def l2_left(plan: MemoryPlan) -> int | None:
+def l2_left(plan: MemoryPlan, own: dict | None = None) -> int | None:
     """Bytes of L2 the plan's whole-step program leaves for its tensors, at most: a stand-in of the program
     linked from its stages' own objects says at most 1 KiB less than the program leaves, never more
     (_standin_left; None where the step's check cannot be built: its gradients' copies would not fit
@@ -232,7 +242,7 @@ def l2_left(plan: MemoryPlan) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         pass   # absent or damaged: built again
     try:
-        left = _standin_left(plan)
+        left = _standin_left(plan, own or {})
     except UserError:
         left = None
     _write_memo(memo, {"left": left})
@@ -242,10 +252,11 @@ def l2_left(plan: MemoryPlan) -> int | None:
 _OWN_OBJECTS: dict = {}   # (ELF cache, a stage program's content()) -> its object (the stages a process's checks met)
 
 
-def _standin_left(plan: MemoryPlan) -> int:
+def _standin_left(plan: MemoryPlan, own: dict) -> int:
     """What the whole-step program leaves of L2, from a stand-in of its stages (harness.deploy.standin) made
     of their own programs' objects: the objects a sweep's stage programs link (compiled here where they are
-    not yet), so that checking a plan compiles only the stages whose code ends near a boundary."""
+    not yet), so that checking a plan compiles only the stages whose code ends near a boundary. `own`: (stage,
+    variant) -> the source of its own program where it was generated already (check_fits_in_parallel's)."""
     plat, step = plan.platform, plan.step
     align = progmod.code_alignment(plat)
     objects = functools.partial(toolchain.objects, plat=plat, opt=OPT, include_dirs=[INCLUDE], defines=DEFINES, pch=PCH)
@@ -256,10 +267,10 @@ def _standin_left(plan: MemoryPlan) -> int:
         todo = {}
         for k, (st, v) in zip(keys, calls):
             if k not in todo and not (k in _OWN_OBJECTS and _OWN_OBJECTS[k].exists()):
-                own = progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v)
+                text = own.get((st.name, v)) or progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v).files["st0.c"]
                 src = Path(tmp) / f"own{len(todo)}" / "st0.c"   # the stage program's file name: part of the object's
                 src.parent.mkdir()
-                src.write_text(own.files["st0.c"])
+                src.write_text(text)
                 todo[k] = src
         _OWN_OBJECTS.update(zip(todo, objects(list(todo.values()))))
         stages = [(f"st{i}", _OWN_OBJECTS[k], "st0") for i, k in enumerate(keys)]
@@ -451,12 +462,15 @@ class StageJob:
         st = next(s for s in plan.step.stages + reuse_stages(plan.step) if s.name == self.stage)
         return plan, st
 
-    def program(self):
+    def program(self, plan: MemoryPlan | None = None):
         """The stage's program, generated once per job object: a worker asks for it for the cache key
-        (provenance) and then for the run."""
+        (provenance) and then for the run. `plan`: the point's plan, given where it is being checked."""
         made = self.__dict__.get("_made")
         if made is None:
-            plan, st = self.context()
+            if plan is None:
+                plan, st = self.context()
+            else:
+                st = next(s for s in plan.step.stages + reuse_stages(plan.step) if s.name == self.stage)
             local = local_plan(plan, st, self.variant)
             made = self.__dict__["_made"] = (plan, local, st, progmod.stage_program(Gen(local, plan.platform), st,
                                                                                       self.variant))
@@ -507,10 +521,27 @@ class StageJob:
         self.__dict__.pop("_made", None)   # a sweep of one process keeps thousands of jobs: not their programs
         cached_as: dict = {}
         row = run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point), cached_as)
+        self._remember(source, prog, cached_as)
+        return row
+
+    def prebuild(self) -> None:
+        """Build the program (generated with program(plan) or from the point's plan) and remember it, so that
+        the run recalls it: a sweep's code checks, which generate the stage programs anyway, build them."""
+        if self.recall() is not None:
+            return
+        plan, _, _, prog = self.program()
+        source = self.source_sha256()
+        self.__dict__.pop("_made", None)
+        cached_as: dict = {}
+        with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
+            build(prog, plan.platform, Path(tmp), cached_as)
+        self._remember(source, prog, cached_as)
+
+    def _remember(self, source: str, prog, cached_as: dict) -> None:
         if cached_as.get("elf") is not None and cached_as["elf"].exists():
             _write_memo(self._memo_path(), {"source_sha256": source, "elf": cached_as["elf"].name,
                                             "l1_bytes": prog.l1_bytes})
-        return row
+        self.__dict__.pop("_recalled", None)
 
     # A rerun after a change of the simulator alone finds every program it built before, under the job's
     # identity and the sources that generate programs: it runs the ELF without generating the C again.
@@ -565,6 +596,11 @@ def _write_memo(path: Path, memo: dict) -> None:
 def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
     """The plan of a point and a job for every (stage, variant) its step and task run."""
     plan = plan_of(pt)
+    return plan, jobs_of(pt, plan)
+
+
+def jobs_of(pt: Point, plan: MemoryPlan) -> list[StageJob]:
+    """A job for every (stage, variant) the step of `plan` (the point's) and its task run."""
     step = plan.step
     jobs = []
     for st in step.stages + reuse_stages(step):
@@ -575,7 +611,7 @@ def stage_jobs(pt: Point) -> tuple[MemoryPlan, list[StageJob]]:
             label = f"{net_label(pt.net)}.{st.name}{'.' + v if v else ''}"
             jobs.append(StageJob(pt, step.n_f, step.n_t, st.name, v, key, f"deploy_{label}_{digest}_{pt.platform}",
                                  stage_macs(step, st), step.n_f2, step.split))
-    return plan, jobs
+    return jobs
 
 
 def reuse_stages(step: Step) -> list[Stage]:
