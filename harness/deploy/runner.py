@@ -185,7 +185,7 @@ def _check_fit(i: int) -> None:
         jobs = jobs_of(pt, plan)
         own = {(j.stage, j.variant): j.program(plan)[3].files["st0.c"] for j in jobs}
         left = l2_left(plan, own)
-        if left is not None and left >= plan.arena:
+        if left is None or left >= plan.arena:   # the plan stands (fit_code)
             for j in jobs:
                 j.prebuild()
     except UserError:
@@ -240,7 +240,7 @@ def l2_left(plan: MemoryPlan, own: dict | None = None) -> int | None:
         if left is None or isinstance(left, int):
             return left
     except (OSError, ValueError, KeyError, TypeError):
-        pass   # absent or damaged: built again
+        pass   # absent or damaged: checked again
     try:
         left = _standin_left(plan, own or {})
     except UserError:
