@@ -447,7 +447,7 @@ def test_the_code_check_stand_in_never_says_more_than_the_program_leaves(tmp_pat
         (tmp_path / "own" / f"{i}").mkdir()
         own_srcs.append(tmp_path / "own" / f"{i}" / "st0.c")
         own_srcs[-1].write_text(own.files["st0.c"])
-    build = dict(plat=plan.platform, opt=runner.OPT, include_dirs=[runner.INCLUDE], defines=runner.DEFINES, pch=runner.PCH)
+    build = dict(plat=plan.platform, **runner.COMPILE)
     owns = toolchain.objects(own_srcs, **build)
     wholes = toolchain.objects([tmp_path / f"{sc.fn}.c" for sc in prog.codes], **build)
     for sc, o, w in zip(prog.codes, owns, wholes):

@@ -122,11 +122,8 @@ class Program:
         return "\n".join(f"// {name}\n{text}" for name, text in sorted(self.files.items()))
 
 
-def _assemble(title: str, codes: list[StageCode], body: list[str], align: int, head_title: str | None = None,
-              keep: bool = False) -> Program:
-    files = {"main.c": _main_c(head_title or title, [sc.fn for sc in codes], body, keep)}
-    for sc in codes:
-        files[f"{sc.fn}.c"] = stage_file(sc, align)
+def _assemble(title: str, codes: list[StageCode], main_c: str, align: int) -> Program:
+    files = {"main.c": main_c, **{f"{sc.fn}.c": stage_file(sc, align) for sc in codes}}
     return Program(title, files, codes, max((sc.l1_bytes for sc in codes), default=0))
 
 
@@ -160,8 +157,8 @@ def stage_program(gen: Gen, stage: Stage, variant: str = "") -> Program:
     chunk = 1 if variant == "acc" else 0
     # main.c names no stage: it is the same file for every stage program of a chunk, compiled once
     return _assemble(f"stage {stage.name}{' (' + variant + ')' if variant else ''}", [code],
-                     [f"  odl_timed(0, st0, {chunk});"], code_alignment(gen.plat),
-                     head_title=f"one stage on its own, chunk {chunk}")
+                     _main_c(f"one stage on its own, chunk {chunk}", ["st0"], [f"  odl_timed(0, st0, {chunk});"], False),
+                     code_alignment(gen.plat))
 
 
 def variants(step: Step, stage: Stage) -> list[str]:
@@ -210,9 +207,7 @@ def step_program(gen: Gen, step: Step) -> Program:
     """The whole epoch-1 training step: frozen chunks, latents, tail forward and backward by chunks,
     the updates within the last chunk's backward. Each (stage, variant) is one function and one ODLST line."""
     codes = [gen.render(st, f"st{i}", v) for i, (st, v) in enumerate(step_calls(step))]
-    align = code_alignment(gen.plat)
-    files = {"main.c": step_main(gen.plan, step), **{f"{sc.fn}.c": stage_file(sc, align) for sc in codes}}
-    return Program(_step_title(step), files, codes, max((sc.l1_bytes for sc in codes), default=0))
+    return _assemble(_step_title(step), codes, step_main(gen.plan, step), code_alignment(gen.plat))
 
 
 def _step_title(step: Step) -> str:

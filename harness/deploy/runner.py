@@ -44,9 +44,10 @@ from harness.schedule import cl_params
 
 INCLUDE = ROOT / "pulp_kernels" / "include"
 LIBRARY = ROOT / "pulp_kernels" / "deploy" / "odl_deploy.c"
-PCH = INCLUDE / "odl_deploy.h"   # every generated source includes it first
-OPT = "2"
+# How every deployed source is compiled, the same for a program's build and a code check's objects (the
+# objects are shared by these): every generated source includes odl_deploy.h first
 DEFINES: list[str] = []   # the same program on every backend (the FC sleeps in wfi while the cluster trains)
+COMPILE = {"opt": "2", "include_dirs": [INCLUDE], "defines": DEFINES, "pch": INCLUDE / "odl_deploy.h"}
 SEED = 7
 # The latents of the whole step's check against the NumPy frozen forward, normwise: each stage rounds where
 # the reference does, so they differ by the FP16 rounding of a few accumulation orders (1e-4 to 2e-4 on the
@@ -259,7 +260,7 @@ def _standin_left(plan: MemoryPlan, own: dict) -> int:
     variant) -> the source of its own program where it was generated already (check_fits_in_parallel's)."""
     plat, step = plan.platform, plan.step
     align = progmod.code_alignment(plat)
-    objects = functools.partial(toolchain.objects, plat=plat, opt=OPT, include_dirs=[INCLUDE], defines=DEFINES, pch=PCH)
+    objects = functools.partial(toolchain.objects, plat=plat, **COMPILE)
     calls = progmod.step_calls(step)
     main = _shared("main.c", progmod.step_main(plan, step))
     with tempfile.TemporaryDirectory(prefix="odl-fit-") as tmp:
@@ -284,8 +285,8 @@ def _standin_left(plan: MemoryPlan, own: dict) -> int:
             stages[i] = (f"st{i}", o, f"st{i}")
         asm = Path(tmp) / "stages.S"
         asm.write_text(standin.assembly(stages))
-        elf = elfmod.load(toolchain.build([asm], Path(tmp) / "standin.elf", plat, opt=OPT, include_dirs=[INCLUDE],
-                                          defines=DEFINES, libraries=[main], fixed=_fixed()))
+        elf = elfmod.load(toolchain.build([asm], Path(tmp) / "standin.elf", plat, libraries=[main], fixed=_fixed(),
+                                          **COMPILE))
     return elf.symbols["__l2_heap_end"] - elf.symbols["__l2_heap_start"]
 
 
@@ -720,9 +721,8 @@ def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = N
         (workdir / name).write_text(text)    # kept beside the ELF for reading
         if name != "main.c":
             srcs.append(workdir / name)
-    return toolchain.build(srcs, workdir / "program.elf", plat, opt=OPT, include_dirs=[INCLUDE], defines=DEFINES,
-                           libraries=[_shared("main.c", prog.files["main.c"])], fixed=_fixed(), cache=True,
-                           pch=PCH, cached_as=cached_as, share_objects=True)
+    return toolchain.build(srcs, workdir / "program.elf", plat, libraries=[_shared("main.c", prog.files["main.c"])],
+                           fixed=_fixed(), cache=True, cached_as=cached_as, share_objects=True, **COMPILE)
 
 
 def _fixed() -> list[Path]:
