@@ -72,27 +72,59 @@ def _check_segment(path: Path, i: int, seg, file_size: int, platform) -> None:
                         f"was it built for another platform? Rebuild it with 'pulp-odl build --platform {platform.name}'")
 
 
-def _platform_note(elf: ELFFile) -> str | None:
-    sec = elf.get_section_by_name(PLATFORM_SECTION)
+_SHDR = struct.Struct("<IIIIIIIIII")   # Elf32_Shdr: name, type, flags, addr, offset, size, link, info, align, entsize
+_SHT_NOBITS = 8
+
+
+def _sections(elf: ELFFile, raw: bytes) -> list[tuple[str, int, int, int, int]]:
+    """(name, type, offset, size, link, entsize) of every section, read straight from the section header
+    table: pyelftools' lookup by name parses every header and its name with its struct library, the
+    largest part of reading a program, and a sweep reads thousands."""
+    off, n, size, names = elf["e_shoff"], elf["e_shnum"], elf["e_shentsize"], elf["e_shstrndx"]
+    if not off or not n:
+        return []
+    if size < _SHDR.size or off + n * size > len(raw) or names >= n:
+        raise ValueError("section header table outside the file")
+    heads = [_SHDR.unpack_from(raw, off + i * size) for i in range(n)]
+    strtab = raw[heads[names][4]:heads[names][4] + heads[names][5]]
+    out = []
+    for h in heads:
+        end = strtab.find(b"\0", h[0])
+        name = strtab[h[0]:end if end >= 0 else len(strtab)].decode("utf-8", errors="replace")
+        out.append((name, h[1], h[4], h[5] if h[1] != _SHT_NOBITS else 0, h[6], h[9]))
+    return out
+
+
+def _section_data(raw: bytes, sec) -> bytes:
+    _, _, off, size, _, _ = sec
+    if off + size > len(raw):
+        raise ValueError(f"section {sec[0]} runs past the end of the file")
+    return raw[off:off + size]
+
+
+def _platform_note(sections: list, raw: bytes) -> str | None:
+    sec = next((s for s in sections if s[0] == PLATFORM_SECTION), None)
     if sec is None:
         return None
-    return sec.data().split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
+    return _section_data(raw, sec).split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
 
 
 _SYM = struct.Struct("<IIIBBH")   # Elf32_Sym: st_name, st_value, st_size, st_info, st_other, st_shndx
 _STT_FUNC = ENUM_ST_INFO_TYPE["STT_FUNC"]   # the kinds kept: STT_NOTYPE, STT_OBJECT, STT_FUNC (the lowest three)
 
 
-def _symbols(elf: ELFFile) -> tuple[dict, dict]:
+def _symbols(sections: list, raw: bytes) -> tuple[dict, dict]:
     """Name -> value of the symbols that name code or data, and name -> entry of the functions, read
     straight from .symtab (a sweep loads thousands of programs; pyelftools parses a symbol at a time)."""
     syms, funcs = {}, {}
-    tab = elf.get_section_by_name(".symtab")
+    tab = next((s for s in sections if s[0] == ".symtab"), None)
     if tab is None:
         return syms, funcs
-    strtab = elf.get_section(tab["sh_link"]).data()
-    data = tab.data()
-    size = tab["sh_entsize"] or _SYM.size
+    if tab[4] >= len(sections):
+        raise ValueError(".symtab links to no section")
+    strtab = _section_data(raw, sections[tab[4]])
+    data = _section_data(raw, tab)
+    size = tab[5] or _SYM.size
     for off in range(0, len(data) - _SYM.size + 1, size):
         name_off, value, sym_size, info, _, _ = _SYM.unpack_from(data, off)
         if not name_off:
@@ -116,12 +148,17 @@ class _Reader:
     read finds the same bytes and parses nothing again."""
 
     def __init__(self, raw: bytes):
+        self.raw = raw
         self.size = len(raw)
         self.elf = ELFFile(io.BytesIO(raw))
 
     @functools.cached_property
+    def sections(self) -> list:
+        return _sections(self.elf, self.raw)
+
+    @functools.cached_property
     def note(self) -> str | None:
-        return _platform_note(self.elf)
+        return _platform_note(self.sections, self.raw)
 
     @functools.cached_property
     def loads(self) -> list:
@@ -133,7 +170,7 @@ class _Reader:
 
     @functools.cached_property
     def symbols(self) -> tuple:
-        return _symbols(self.elf)
+        return _symbols(self.sections, self.raw)
 
 
 _readers: dict = {}     # digest of a file's bytes -> its _Reader, for the latest files read

@@ -122,37 +122,62 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
                       share_objects)
 
 
+def cached_elf(sources: list, plat: Platform, opt: str = "2", defines: list | None = None,
+               include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
+               fixed: list | None = None, pch: Path | None = None) -> Path | None:
+    """The ELF that build(..., cache=True) with these arguments would copy from the cache, or None when
+    the cache does not hold it: found without compiling SOURCES (the libraries are compiled if they
+    were not yet). `pch` changes no ELF: taken for build()'s signature."""
+    srcs = [Path(s) for s in sources]
+    _check_sources(srcs)
+    cx = _context(plat, opt, defines, include_dirs, tc)
+    cached = _cache_path(cx, srcs, _library_objects(cx, libraries, fixed)[1])
+    return cached if cached.exists() else None
+
+
+def _library_objects(cx: _Context, libraries: list | None, fixed: list | None) -> tuple[list[Path], list[Path]]:
+    """(the fixed libraries' objects, every object a program links besides its sources')."""
+    first = _cached_objects(cx.tc, cx.common, cx.gen, [Path(x) for x in fixed], cx.headers) if fixed else []
+    objs = first + _runtime_objects(cx.tc, cx.common, cx.gen)
+    if libraries:
+        objs += _cached_objects(cx.tc, cx.common, cx.gen, [Path(x) for x in libraries], cx.headers)
+    return first, objs
+
+
+def _cache_path(cx: _Context, srcs: list[Path], objs: list[Path]) -> Path:
+    """Where the cache keeps the ELF of these sources linked with these objects: named by the flags, the
+    compiler, the objects, the sources' content, the headers, the linker script and the ISA header."""
+    h = hashlib.sha256(("\0".join(cx.common) + cx.tc.version).encode())
+    for part in [*(o.name for o in objs), *(_content(p) for p in srcs), *(p.read_bytes() for p in cx.headers),
+                 (cx.gen / "link.ld").read_bytes(), (cx.gen / "pulp_isa.h").read_bytes()]:
+        h.update(part if isinstance(part, bytes) else part.encode())
+        h.update(b"\0")
+    return elf_cache_dir() / f"{h.hexdigest()[:24]}.elf"
+
+
 def _build(sources, output, plat, opt, defines, include_dirs, tc, libraries, cache, fixed, pch=None,
            cached_as=None, share_objects=False) -> Path:
     srcs = [Path(s) for s in sources]
     _check_sources(srcs)
     cx = _context(plat, opt, defines, include_dirs, tc)
-    tc, gen, common, headers = cx.tc, cx.gen, cx.common, cx.headers
+    gen = cx.gen
     output = Path(output)
     paths.refuse_inputs(output, "-o", srcs)   # the linker would replace the source with the ELF
     with paths.user_path(output.parent, "output directory"):
         output.parent.mkdir(parents=True, exist_ok=True)
-    first = _cached_objects(tc, common, gen, [Path(x) for x in fixed], headers) if fixed else []
-    objs = first + _runtime_objects(tc, common, gen)
-    if libraries:
-        objs += _cached_objects(tc, common, gen, [Path(x) for x in libraries], headers)
+    first, objs = _library_objects(cx, libraries, fixed)
     cached = None
     if cache:
-        h = hashlib.sha256(("\0".join(common) + tc.version).encode())
-        for part in [*(o.name for o in objs), *(_content(p) for p in srcs), *(p.read_bytes() for p in headers),
-                     (gen / "link.ld").read_bytes(), (gen / "pulp_isa.h").read_bytes()]:
-            h.update(part if isinstance(part, bytes) else part.encode())
-            h.update(b"\0")
-        cached = elf_cache_dir() / f"{h.hexdigest()[:24]}.elf"
+        cached = _cache_path(cx, srcs, objs)
         if cached_as is not None:
             cached_as["elf"] = cached
         if cached.exists():
             return copy_cached(cached, output)
     keep = [f"-Wl,--undefined={f}" for o in first for f in _functions(o)]
     link_flags = ["-static", f"-Wl,-T,{gen / 'link.ld'}", "-Wl,--gc-sections"]
-    linker = _linker(tc, tuple(common)) if srcs else None
+    linker = _linker(cx.tc, tuple(cx.common)) if srcs else None
     if linker is None:
-        _check(procs.run(common + [str(o) for o in objs] + [str(s) for s in srcs] + keep + link_flags
+        _check(procs.run(cx.common + [str(o) for o in objs] + [str(s) for s in srcs] + keep + link_flags
                          + ["-o", str(output)]))
     else:
         with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:

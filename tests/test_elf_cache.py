@@ -134,6 +134,33 @@ def test_stage_program_built_before_runs_without_being_generated(tmp_path, elf_c
 
 
 @needs_clang
+def test_a_generated_program_whose_elf_is_cached_is_remembered(tmp_path, elf_cache, monkeypatch):
+    """After a change of the harness's Python (another generator digest) a sweep's rows stay cached, but
+    each job generates its program for the row's key: finding that program's ELF in the cache, the job
+    remembers it under the new generator, so that the next run after a change of the simulator alone
+    recalls it; nothing is compiled for it. A program the cache does not hold is not remembered."""
+    from harness.deploy import program as progmod
+    from harness.deploy import runner
+    _, jobs = runner.stage_jobs(runner.Point("phinet", "cifar10", 1, 0.7, "paper"))
+    job, other = sorted((j for j in jobs if j.mac_count), key=lambda j: j.mac_count)[:2]
+    prov = _fresh(job).provenance()
+    assert _fresh(job).run()["ok"]
+    monkeypatch.setattr(runner, "generator_digest", lambda: "another generator")
+    assert _fresh(job).recall() is None and _fresh(other).recall() is None
+    hosttime.reset()
+    assert _fresh(job).provenance() == prov and _fresh(other).provenance()
+    assert hosttime.take()["elf_built"] == 0
+    recalled = _fresh(job).recall()
+    assert recalled is not None and recalled.source_sha256 == prov["source_sha256"]
+    assert _fresh(other).recall() is None    # never built: nothing to remember
+
+    def generated(*a, **k):
+        raise AssertionError("the stage program was generated again")
+    monkeypatch.setattr(progmod, "stage_program", generated)
+    assert _fresh(job).provenance() == prov
+
+
+@needs_clang
 def test_sources_compiled_side_by_side_link_as_one_at_a_time(tmp_path, monkeypatch):
     """A program of many sources (a whole training step: one per stage) has them compiled in parallel; the
     objects and their link order, hence every address and cycle, are those of compiling one at a time."""

@@ -46,3 +46,40 @@ def test_a_file_rewritten_in_place_is_read_again(tmp_path):
     assert embedded.run(path, plat)["exit_code"] == 3 + 5 + 7 + 1
     shutil.copyfile(b, path)   # same size, same path: another program
     assert embedded.run(path, plat)["exit_code"] == 3 + 5 + 7 + 2
+
+
+@needs_clang
+def test_sections_read_from_the_header_table_are_pyelftools_sections():
+    """The section table is read from the file's bytes (faster than pyelftools' lookup by name): the same
+    names, offsets and sizes as pyelftools gives, and the same symbols as its symbol table."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    path = helpers.build(SRC % (64, 1), name="bss")
+    raw = path.read_bytes()
+    elf = ELFFile(io.BytesIO(raw))
+    ours = elfmod._sections(elf, raw)
+    theirs = [(s.name, s["sh_offset"], s.data_size if s["sh_type"] != "SHT_NOBITS" else 0) for s in elf.iter_sections()]
+    assert [(n, off, size) for n, _, off, size, _, _ in ours] == theirs
+    assert elfmod.PLATFORM_SECTION in [n for n, *_ in ours]
+    syms, funcs = elfmod._symbols(ours, raw)
+    want = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()
+            if s.name and s["st_info"]["type"] in ("STT_NOTYPE", "STT_OBJECT", "STT_FUNC")}
+    assert syms == want and funcs["main"] == syms["main"] & ~1
+
+
+@needs_clang
+def test_a_section_table_past_the_end_of_the_file_is_one_clear_error(tmp_path):
+    import struct
+
+    import pytest
+
+    from harness.errors import UserError
+
+    raw = bytearray(helpers.build(SRC % (64, 1), name="bss").read_bytes())
+    struct.pack_into("<I", raw, 0x20, len(raw) - 8)   # e_shoff: the table would run past the end
+    path = tmp_path / "bad.elf"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(UserError, match="not a readable ELF file"):
+        elfmod.load(path, platmod.load("pulp-open"))

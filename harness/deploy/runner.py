@@ -502,7 +502,14 @@ class StageJob:
         if made is not None:
             return made.source_sha256
         if "_source" not in self.__dict__:
-            self.__dict__["_source"] = _source_hash(self.program()[3].c)
+            plan, _, _, prog = self.program()
+            self.__dict__["_source"] = _source_hash(prog.c)
+            # Generated although its ELF may be in the cache: after a change of the harness's Python the
+            # rows stay cached, but the memos (named by the generating sources) are gone; remembering the
+            # ELF here lets the next run after a change of the simulator alone recall it, not generate it.
+            elf = built(prog, plan.platform)
+            if elf is not None:
+                self._remember(self.__dict__["_source"], prog, {"elf": elf})
         return self.__dict__["_source"]
 
     def provenance(self) -> dict:
@@ -716,13 +723,25 @@ def _shared(name: str, text: str) -> Path:
 def build(prog: progmod.Program, plat, workdir: Path, cached_as: dict | None = None) -> Path:
     """The program's ELF, from the cache where it was built before; its sources' objects are kept (toolchain
     share_objects), so that a stage compiled for a plan's code check is linked, not compiled, by its run."""
-    srcs = []
+    return toolchain.build(_written(prog, workdir), workdir / "program.elf", plat, fixed=_fixed(), cache=True,
+                           cached_as=cached_as, share_objects=True, **_linked(prog), **COMPILE)
+
+
+def built(prog: progmod.Program, plat) -> Path | None:
+    """The ELF the cache holds for the program (what build() would copy), or None: nothing compiled."""
+    with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
+        return toolchain.cached_elf(_written(prog, Path(tmp)), plat, fixed=_fixed(), **_linked(prog), **COMPILE)
+
+
+def _written(prog: progmod.Program, workdir: Path) -> list[Path]:
+    """The program's files written into workdir (kept beside the ELF for reading); the sources of its own."""
     for name, text in prog.files.items():
-        (workdir / name).write_text(text)    # kept beside the ELF for reading
-        if name != "main.c":
-            srcs.append(workdir / name)
-    return toolchain.build(srcs, workdir / "program.elf", plat, libraries=[_shared("main.c", prog.files["main.c"])],
-                           fixed=_fixed(), cache=True, cached_as=cached_as, share_objects=True, **COMPILE)
+        (workdir / name).write_text(text)
+    return [workdir / name for name in prog.files if name != "main.c"]
+
+
+def _linked(prog: progmod.Program) -> dict:
+    return {"libraries": [_shared("main.c", prog.files["main.c"])]}
 
 
 def _fixed() -> list[Path]:
