@@ -252,19 +252,26 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path
             kept = shared[0] / f"{key}.o"
             if kept.exists():
                 return kept
-        obj = tmp / f"{i}-{s.stem}.o"
-        cmd = cx.common + ["-c", str(s), "-o", str(obj)]
-        proc = None
-        if pre and s.suffix == ".c":
-            proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
-        if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
-            _check(procs.run(cmd))
-        if kept is not None:
+        if kept is None:
+            obj = tmp / f"{i}-{s.stem}.o"
+        else:   # compiled beside its place in the store (the object does not name its output) and moved in
             kept.parent.mkdir(parents=True, exist_ok=True)
             fd, part = tempfile.mkstemp(dir=kept.parent, suffix=".o.tmp")
             os.close(fd)
-            shutil.copyfile(obj, part)
-            os.replace(part, kept)   # concurrent builds keep the same bytes
+            obj = Path(part)
+        try:
+            cmd = cx.common + ["-c", str(s), "-o", str(obj)]
+            proc = None
+            if pre and s.suffix == ".c":
+                proc = procs.run(cmd[:1] + PCH_USE + ["-include-pch", str(pre)] + cmd[1:])
+            if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
+                _check(procs.run(cmd))
+        except BaseException:
+            if kept is not None:
+                obj.unlink(missing_ok=True)
+            raise
+        if kept is not None:
+            os.replace(obj, kept)   # concurrent builds keep the same bytes
             return kept
         return obj
     with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:

@@ -219,3 +219,22 @@ def test_shared_objects_link_into_the_same_program(tmp_path, monkeypatch):
     compiled.clear()
     runner.build(dataclasses.replace(prog, files=changed), plan.platform, work)
     assert [c for c in compiled if c.endswith("st1.c")] and not [c for c in compiled if c.endswith("st0.c")]
+
+
+@needs_clang
+def test_a_shared_object_is_compiled_into_the_store_whole_or_not_at_all(tmp_path, elf_cache):
+    """A shared object is compiled beside its place in the store and moved in: a source that does not compile
+    leaves nothing there (no object, no partial file), and one that compiles is there under its name."""
+    from harness.toolchain import BuildError
+    plat = platmod.load("pulp-open")
+    bad, good = tmp_path / "bad" / "st0.c", tmp_path / "good" / "st0.c"
+    bad.parent.mkdir()
+    good.parent.mkdir()
+    bad.write_text("int f(void) { return }\n")
+    good.write_text("int f(void) { return 7; }\n")
+    with pytest.raises(BuildError):
+        toolchain.objects([bad], plat)
+    assert not (elf_cache / "objects").exists() or not any((elf_cache / "objects").iterdir())
+    (obj,) = toolchain.objects([good], plat)
+    assert obj.parent == elf_cache / "objects" and [p.name for p in obj.parent.iterdir()] == [obj.name]
+    assert toolchain.objects([good], plat) == [obj]
