@@ -236,20 +236,13 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path
     and found there by a later compile of the same source (the object names its source by its base name
     alone)."""
     pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
-    shared = None
-    if share:
-        h = hashlib.sha256(("\0".join(cx.common) + cx.tc.version + str(pre)).encode())
-        for part in [*(p.read_bytes() for p in cx.headers), (cx.gen / "pulp_isa.h").read_bytes(),
-                     (cx.gen / "pulp_platform.h").read_bytes()]:
-            h.update(part + b"\0")
-        shared = (elf_cache_dir() / "objects", h.hexdigest())
+    store = _store(cx, pre) if share else None
 
     def compile_one(i_s):
         i, s = i_s
         kept = None
-        if shared is not None:
-            key = hashlib.sha256((shared[1] + s.name).encode() + b"\0" + s.read_bytes()).hexdigest()[:32]
-            kept = shared[0] / f"{key}.o"
+        if store is not None:
+            kept = _kept(store, s)
             if kept.exists():
                 return kept
         if kept is None:
@@ -276,6 +269,28 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path
         return obj
     with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:
         return list(pool.map(compile_one, enumerate(srcs)))
+
+
+def _store(cx: _Context, pre: Path | None) -> tuple[Path, str]:
+    """The shared objects' directory, and the part of their names that the flags and headers make."""
+    h = hashlib.sha256(("\0".join(cx.common) + cx.tc.version + str(pre)).encode())
+    for part in [*(p.read_bytes() for p in cx.headers), (cx.gen / "pulp_isa.h").read_bytes(),
+                 (cx.gen / "pulp_platform.h").read_bytes()]:
+        h.update(part + b"\0")
+    return elf_cache_dir() / "objects", h.hexdigest()
+
+
+def _kept(store: tuple[Path, str], src: Path) -> Path:
+    key = hashlib.sha256((store[1] + src.name).encode() + b"\0" + src.read_bytes()).hexdigest()[:32]
+    return store[0] / f"{key}.o"
+
+
+def shared_object(source: Path, plat: Platform, opt: str = "2", defines: list | None = None,
+                  include_dirs: list | None = None, pch: Path | None = None, tc: Toolchain | None = None) -> Path:
+    """Where objects() and build(..., share_objects=True) keep the object of SOURCE (there or not yet)."""
+    cx = _context(plat, opt, defines, include_dirs, tc)
+    pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
+    return _kept(_store(cx, pre), Path(source))
 
 
 def objects(sources: list, plat: Platform, opt: str = "2", defines: list | None = None, include_dirs: list | None = None,

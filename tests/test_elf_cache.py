@@ -238,3 +238,30 @@ def test_a_shared_object_is_compiled_into_the_store_whole_or_not_at_all(tmp_path
     (obj,) = toolchain.objects([good], plat)
     assert obj.parent == elf_cache / "objects" and [p.name for p in obj.parent.iterdir()] == [obj.name]
     assert toolchain.objects([good], plat) == [obj]
+
+
+@needs_clang
+def test_a_stage_shared_by_points_is_built_once_and_checked_from_its_object(tmp_path, elf_cache, monkeypatch):
+    """Points whose steps share a stage (the same job name: its content) share its remembered program: built
+    for one point, the other point's job recalls it, with the object of its source; a plan's code check given
+    those objects links the same stand-in as from the sources, without generating the stage programs."""
+    from harness.deploy import program as progmod
+    from harness.deploy import runner
+    pa, pb = (runner.Point("phinet", "cifar10", 1, p, "paper") for p in (0.7, 0.8))
+    plan_a, jobs_a = runner.stage_jobs(pa)
+    plan_b, jobs_b = runner.stage_jobs(pb)
+    shared = [j for j in jobs_b if j.name in {a.name for a in jobs_a}]
+    assert shared
+    for j in jobs_a:
+        _fresh(j).prebuild()
+    recalled = {(j.stage, j.variant): _fresh(j).recall() for j in shared}
+    assert all(r is not None and r.object is not None and r.object.exists() for r in recalled.values())
+    own_src = {(j.stage, j.variant): j.program(plan_b)[3].files["st0.c"] for j in jobs_b}
+    want = runner._standin_left(plan_b, own_src)
+    runner._OWN_OBJECTS.clear()
+
+    def generated(*a, **k):
+        raise AssertionError("a stage program was generated for the check")
+    monkeypatch.setattr(progmod, "stage_program", generated)
+    assert len(shared) == len(jobs_b)   # here every stage: the check needs no source at all
+    assert runner._standin_left(plan_b, {k: r.object for k, r in recalled.items()}) == want

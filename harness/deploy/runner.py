@@ -184,7 +184,9 @@ def _check_fit(i: int) -> None:
     pt, plan = _TO_BUILD[i]
     try:
         jobs = jobs_of(pt, plan)
-        own = {(j.stage, j.variant): j.program(plan)[3].files["st0.c"] for j in jobs}
+        # a stage another point's check built (the frozen stages of a layer at every p) gives its object
+        own = {(j.stage, j.variant): (j.recall().object if j.recall() is not None and j.recall().object is not None
+                                      else j.program(plan)[3].files["st0.c"]) for j in jobs}
         left = l2_left(plan, own)
         if left is None or left >= plan.arena:   # the plan stands (fit_code)
             for j in jobs:
@@ -257,7 +259,8 @@ def _standin_left(plan: MemoryPlan, own: dict) -> int:
     """What the whole-step program leaves of L2, from a stand-in of its stages (harness.deploy.standin) made
     of their own programs' objects: the objects a sweep's stage programs link (compiled here where they are
     not yet), so that checking a plan compiles only the stages whose code ends near a boundary. `own`: (stage,
-    variant) -> the source of its own program where it was generated already (check_fits_in_parallel's)."""
+    variant) -> the source of its own program where it was generated already, or the object of that source
+    where a build of the program kept it (check_fits_in_parallel's)."""
     plat, step = plan.platform, plan.step
     align = progmod.code_alignment(plat)
     objects = functools.partial(toolchain.objects, plat=plat, **COMPILE)
@@ -268,7 +271,11 @@ def _standin_left(plan: MemoryPlan, own: dict) -> int:
         todo = {}
         for k, (st, v) in zip(keys, calls):
             if k not in todo and not (k in _OWN_OBJECTS and _OWN_OBJECTS[k].exists()):
-                text = own.get((st.name, v)) or progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v).files["st0.c"]
+                text = own.get((st.name, v))
+                if isinstance(text, Path):   # its object, kept by a build of its own program
+                    _OWN_OBJECTS[k] = text
+                    continue
+                text = text or progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v).files["st0.c"]
                 src = Path(tmp) / f"own{len(todo)}" / "st0.c"   # the stage program's file name: part of the object's
                 src.parent.mkdir()
                 src.write_text(text)
@@ -509,7 +516,7 @@ class StageJob:
             # ELF here lets the next run after a change of the simulator alone recall it, not generate it.
             elf = built(prog, plan.platform)
             if elf is not None:
-                self._remember(self.__dict__["_source"], prog, {"elf": elf})
+                self._remember(self.__dict__["_source"], prog, plan.platform, {"elf": elf})
         return self.__dict__["_source"]
 
     def provenance(self) -> dict:
@@ -529,7 +536,7 @@ class StageJob:
         self.__dict__.pop("_made", None)   # a sweep of one process keeps thousands of jobs: not their programs
         cached_as: dict = {}
         row = run_stage_program(local, st, self.variant, prog, self.name, model_tensors(self.point), cached_as)
-        self._remember(source, prog, cached_as)
+        self._remember(source, prog, plan.platform, cached_as)
         return row
 
     def prebuild(self) -> None:
@@ -543,19 +550,21 @@ class StageJob:
         cached_as: dict = {}
         with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
             build(prog, plan.platform, Path(tmp), cached_as)
-        self._remember(source, prog, cached_as)
+        self._remember(source, prog, plan.platform, cached_as)
 
-    def _remember(self, source: str, prog, cached_as: dict) -> None:
+    def _remember(self, source: str, prog, plat, cached_as: dict) -> None:
         if cached_as.get("elf") is not None and cached_as["elf"].exists():
+            obj = own_object(prog, plat)
             _write_memo(self._memo_path(), {"source_sha256": source, "elf": cached_as["elf"].name,
-                                            "l1_bytes": prog.l1_bytes})
+                                            "l1_bytes": prog.l1_bytes, "object": obj.name if obj else None})
         self.__dict__.pop("_recalled", None)
 
-    # A rerun after a change of the simulator alone finds every program it built before, under the job's
-    # identity and the sources that generate programs: it runs the ELF without generating the C again.
+    # A rerun after a change of the simulator alone finds every program it built before, under the job's name
+    # (its content: the same for every point whose step has this stage, as a sweep runs it once) and the sources
+    # that generate programs: it runs the ELF without generating the C again, and a plan's code check takes the
+    # stage's object for its stand-in.
     def _memo_path(self) -> Path:
-        ident = {"point": repr(self.point), "chunks": [self.n_f, self.n_t, self.n_f2, self.split], "stage": self.stage,
-                 "variant": self.variant, "key": self.key, "generator": generator_digest()}
+        ident = {"name": self.name, "generator": generator_digest()}
         h = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return toolchain.elf_cache_dir() / "programs" / f"{h}.json"
 
@@ -567,7 +576,9 @@ class StageJob:
                 memo = json.loads(self._memo_path().read_text())
                 elf = toolchain.elf_cache_dir() / memo["elf"]
                 if elf.exists():
-                    made = Recalled(elf, int(memo["l1_bytes"]), str(memo["source_sha256"]))
+                    obj = toolchain.elf_cache_dir() / "objects" / memo["object"] if memo.get("object") else None
+                    made = Recalled(elf, int(memo["l1_bytes"]), str(memo["source_sha256"]),
+                                    obj if obj is not None and obj.exists() else None)
             except (OSError, ValueError, KeyError, TypeError):
                 made = None   # absent or damaged: generated again
             self.__dict__["_recalled"] = made
@@ -576,11 +587,12 @@ class StageJob:
 
 @dataclass(frozen=True)
 class Recalled:
-    """A stage program built before: its ELF in the cache, what its checks need of the program, and the
-    hash of its sources (the results cache's key)."""
+    """A stage program built before: its ELF in the cache, what its checks need of the program, the hash of
+    its sources (the results cache's key) and its stage's object (None: not kept)."""
     elf: Path
     l1_bytes: int
     source_sha256: str
+    object: Path | None = None
 
 
 @lru_cache(maxsize=None)
@@ -731,6 +743,15 @@ def built(prog: progmod.Program, plat) -> Path | None:
     """The ELF the cache holds for the program (what build() would copy), or None: nothing compiled."""
     with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
         return toolchain.cached_elf(_written(prog, Path(tmp)), plat, fixed=_fixed(), **_linked(prog), **COMPILE)
+
+
+def own_object(prog: progmod.Program, plat) -> Path | None:
+    """The shared object of a stage program's own source (st0.c) where the ELF cache keeps it, or None."""
+    with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
+        src = Path(tmp) / "st0.c"
+        src.write_text(prog.files["st0.c"])
+        obj = toolchain.shared_object(src, plat, **COMPILE)
+    return obj if obj.exists() else None
 
 
 def _written(prog: progmod.Program, workdir: Path) -> list[Path]:
