@@ -104,15 +104,16 @@ def build(sources: list, output: Path, plat: Platform, opt: str = "2", defines: 
           include_dirs: list | None = None, tc: Toolchain | None = None, libraries: list | None = None,
           cache: bool = False, fixed: list | None = None, pch: Path | None = None, cached_as: dict | None = None,
           share_objects: bool = False) -> Path:
-    """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that,
-    like the runtime, are compiled once per compiler, flags and platform and linked in. FIXED are
+    """Compile and link SOURCES with the runtime into OUTPUT (an ELF). LIBRARIES are sources that, like
+    the runtime, are compiled once (per compiler, flags, headers and platform: the ELF cache's objects/) and
+    linked in. FIXED are
     libraries placed first in the program's code with every function of theirs kept, so that they lie
     at the same addresses in every program that links them (the same instruction-cache sets). With `cache`,
     an ELF built before from the same sources, headers, libraries, flags, compiler and platform is
     copied instead of built again (build/elf/ or $PULP_ODL_ELF_CACHE, named by all of those): a sweep
     rerun after a change of the simulator alone simulates without compiling. PCH names a header every
-    C source includes first: it is parsed once, into a precompiled header kept with the runtime's objects
-    (the objects are the same; a source it does not suit is compiled without it). With `cache`, CACHED_AS
+    C source includes first: it is parsed once, into a precompiled header kept in the platform's runtime
+    directory (the objects are the same; a source it does not suit is compiled without it). With `cache`, CACHED_AS
     (a dict) gets the cached ELF's path under "elf". With `share_objects`, each source's object is kept in
     the ELF cache's objects/ under the source's name and content, the flags and the headers, and a later
     build of the same source links it instead of compiling it again (the same bytes: the object names
@@ -137,10 +138,10 @@ def cached_elf(sources: list, plat: Platform, opt: str = "2", defines: list | No
 
 def _library_objects(cx: _Context, libraries: list | None, fixed: list | None) -> tuple[list[Path], list[Path]]:
     """(the fixed libraries' objects, every object a program links besides its sources')."""
-    first = _cached_objects(cx.tc, cx.common, cx.gen, [Path(x) for x in fixed], cx.headers) if fixed else []
-    objs = first + _runtime_objects(cx.tc, cx.common, cx.gen)
+    first = _cached_objects(cx, [Path(x) for x in fixed]) if fixed else []
+    objs = first + _cached_objects(cx, runtime.sources())
     if libraries:
-        objs += _cached_objects(cx.tc, cx.common, cx.gen, [Path(x) for x in libraries], cx.headers)
+        objs += _cached_objects(cx, [Path(x) for x in libraries])
     return first, objs
 
 
@@ -272,9 +273,12 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path
 
 
 def _store(cx: _Context, pre: Path | None) -> tuple[Path, str]:
-    """The shared objects' directory, and the part of their names that the flags and headers make."""
+    """The objects' store (the ELF cache's objects/), and the part of their names that the flags, the
+    compiler, the precompiled header and every header a source can include make (the runtime's, the
+    kernels', the include directories' and the generated ones)."""
     h = hashlib.sha256(("\0".join(cx.common) + cx.tc.version + str(pre)).encode())
-    for part in [*(p.read_bytes() for p in cx.headers), (cx.gen / "pulp_isa.h").read_bytes(),
+    reach = sorted({*runtime.RUNTIME_DIR.glob("*.h"), *runtime.INCLUDE_DIR.glob("*.h"), *cx.headers})
+    for part in [*(p.read_bytes() for p in reach if p.name != "pulp_isa.h"), (cx.gen / "pulp_isa.h").read_bytes(),
                  (cx.gen / "pulp_platform.h").read_bytes()]:
         h.update(part + b"\0")
     return elf_cache_dir() / "objects", h.hexdigest()
@@ -408,33 +412,11 @@ def _content(src: Path) -> bytes:
     return b"\0".join(out)
 
 
-def _runtime_objects(tc: Toolchain, common: list, gen: Path) -> list[Path]:
-    """The runtime compiled once per compiler, flags and platform (the sources' and flags' hash names
-    each object), so that a build only compiles the program's own sources."""
-    return _cached_objects(tc, common, gen, runtime.sources(), sorted(runtime.RUNTIME_DIR.glob("*.h")))
-
-
-def _cached_objects(tc: Toolchain, common: list, gen: Path, sources: list, headers: list) -> list[Path]:
-    objs = []
-    for src in sources:
-        h = hashlib.sha256(("\0".join(common) + tc.version).encode())
-        h.update(src.read_bytes())
-        h.update((gen / "pulp_platform.h").read_bytes())
-        for hdr in headers:
-            h.update(hdr.read_bytes())
-        obj = gen / "obj" / f"{src.stem}-{h.hexdigest()[:16]}.o"
-        if not obj.exists():
-            obj.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=obj.parent, suffix=".o.tmp")
-            os.close(fd)
-            proc = procs.run(common + ["-c", str(src), "-o", tmp])
-            if proc.returncode != 0:
-                os.unlink(tmp)
-                lines = proc.stderr.strip().splitlines()
-                raise BuildError(proc.stderr, next((ln for ln in lines if "error" in ln), lines[0] if lines else "error"))
-            os.replace(tmp, obj)  # several builds may race to create it: the last identical copy wins
-        objs.append(obj)
-    return objs
+def _cached_objects(cx: _Context, sources: list) -> list[Path]:
+    """The objects of libraries (the runtime, the fixed libraries, a shared main.c): compiled once, without a
+    precompiled header, and kept in the shared store, so that a build compiles only its own sources."""
+    with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
+        return _compile(cx, sources, None, Path(tmp), True)
 
 
 class BuildError(UserError):

@@ -43,7 +43,7 @@ def test_same_program_elsewhere_comes_from_the_cache(tmp_path, elf_cache):
     assert (ta["elf_built"], ta["elf_cached"]) == (1, 0)
     assert (tb["elf_built"], tb["elf_cached"]) == (0, 1)
     assert a.read_bytes() == b.read_bytes()
-    assert len(list(elf_cache.iterdir())) == 1
+    assert len(list(elf_cache.glob("*.elf"))) == 1
     r = embedded.run(b, platmod.load("pulp-open"))
     assert r["status"] == "exit" and r["exit_code"] == sum(range(10)) & 7
 
@@ -54,7 +54,7 @@ def test_changed_source_or_data_is_built_again(tmp_path, elf_cache):
     _, t_src = _build(tmp_path, "b", SRC % 11, b"\1\2\3\4")
     _, t_data = _build(tmp_path, "c", SRC % 10, b"\1\2\3\5")     # the .incbin'd bytes count, not their path
     assert t_src["elf_built"] == 1 and t_data["elf_built"] == 1
-    assert len(list(elf_cache.iterdir())) == 3
+    assert len(list(elf_cache.glob("*.elf"))) == 3
 
 
 def test_host_time_phases_add_up():
@@ -265,3 +265,25 @@ def test_a_stage_shared_by_points_is_built_once_and_checked_from_its_object(tmp_
     monkeypatch.setattr(progmod, "stage_program", generated)
     assert len(shared) == len(jobs_b)   # here every stage: the check needs no source at all
     assert runner._standin_left(plan_b, {k: r.object for k, r in recalled.items()}) == want
+
+
+def test_the_objects_store_is_named_by_every_header_a_source_can_include(tmp_path, elf_cache, monkeypatch):
+    """The runtime, the libraries and the stage sources share one store of objects; its names cover the
+    runtime's and the kernels' headers too, so that an edited header never links a stale object (with or
+    without a precompiled header)."""
+    import shutil
+
+    from harness import runtime
+    plat = platmod.load("pulp-open")
+    cx = toolchain._context(plat, "2", None, [runtime.INCLUDE_DIR], None)
+    before = toolchain._store(cx, None)
+    assert before[0] == elf_cache / "objects"
+    for name, d in (("RUNTIME_DIR", runtime.RUNTIME_DIR), ("INCLUDE_DIR", runtime.INCLUDE_DIR)):
+        copy = tmp_path / name
+        shutil.copytree(d, copy)
+        header = next(iter(sorted(copy.glob("*.h"))))
+        header.write_text(header.read_text() + "\n/* edited */\n")
+        with monkeypatch.context() as m:
+            m.setattr(runtime, name, copy)
+            assert toolchain._store(cx, None)[1] != before[1], name
+    assert toolchain._store(cx, None) == before
