@@ -138,10 +138,11 @@ def cached_elf(sources: list, plat: Platform, opt: str = "2", defines: list | No
 
 def _library_objects(cx: _Context, libraries: list | None, fixed: list | None) -> tuple[list[Path], list[Path]]:
     """(the fixed libraries' objects, every object a program links besides its sources')."""
-    first = _cached_objects(cx, [Path(x) for x in fixed]) if fixed else []
-    objs = first + _cached_objects(cx, runtime.sources())
+    store = _store(cx, None)
+    first = _cached_objects(cx, [Path(x) for x in fixed], store) if fixed else []
+    objs = first + _cached_objects(cx, runtime.sources(), store)
     if libraries:
-        objs += _cached_objects(cx, [Path(x) for x in libraries])
+        objs += _cached_objects(cx, [Path(x) for x in libraries], store)
     return first, objs
 
 
@@ -230,27 +231,24 @@ def _context(plat: Platform, opt: str, defines: list | None, include_dirs: list 
     return _Context(tc, gen, common, incs, headers)
 
 
-def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path]:
+def _compile(cx: _Context, srcs: list, pch, tmp: Path | None, share: bool, store: tuple | None = None) -> list[Path]:
     """Each source's object, compiled side by side (a whole training step is one source per stage; the
     objects, and the link order that lays them out, are those of one at a time). With `share`, each object
     is kept in the ELF cache's objects/ under the source's name and content, the flags and the headers,
     and found there by a later compile of the same source (the object names its source by its base name
-    alone)."""
+    alone); `tmp` (where the others go) is then not used, and `store` may give _store's answer."""
     pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
-    store = _store(cx, pre) if share else None
+    if share and store is None:
+        store = _store(cx, pre)
+    kept = [_kept(store, s) if share else None for s in srcs]
 
-    def compile_one(i_s):
-        i, s = i_s
-        kept = None
-        if store is not None:
-            kept = _kept(store, s)
-            if kept.exists():
-                return kept
-        if kept is None:
+    def compile_one(i):
+        s = srcs[i]
+        if kept[i] is None:
             obj = tmp / f"{i}-{s.stem}.o"
         else:   # compiled beside its place in the store (the object does not name its output) and moved in
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            fd, part = tempfile.mkstemp(dir=kept.parent, suffix=".o.tmp")
+            kept[i].parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(dir=kept[i].parent, suffix=".o.tmp")
             os.close(fd)
             obj = Path(part)
         try:
@@ -261,15 +259,22 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path, share: bool) -> list[Path
             if proc is None or proc.returncode != 0:   # without it: the source's own diagnostics
                 _check(procs.run(cmd))
         except BaseException:
-            if kept is not None:
+            if kept[i] is not None:
                 obj.unlink(missing_ok=True)
             raise
-        if kept is not None:
-            os.replace(obj, kept)   # concurrent builds keep the same bytes
-            return kept
+        if kept[i] is not None:
+            os.replace(obj, kept[i])   # concurrent builds keep the same bytes
+            return kept[i]
         return obj
-    with ThreadPoolExecutor(max_workers=max(1, min(len(srcs), os.cpu_count() or 1))) as pool:
-        return list(pool.map(compile_one, enumerate(srcs)))
+    out = list(kept)
+    todo = [i for i, k in enumerate(kept) if k is None or not k.exists()]
+    if len(todo) == 1:   # (a pool costs more than finding a library's objects kept: a build asks for them thrice)
+        out[todo[0]] = compile_one(todo[0])
+    elif todo:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+            for i, obj in zip(todo, pool.map(compile_one, todo)):
+                out[i] = obj
+    return out
 
 
 def _store(cx: _Context, pre: Path | None) -> tuple[Path, str]:
@@ -412,11 +417,10 @@ def _content(src: Path) -> bytes:
     return b"\0".join(out)
 
 
-def _cached_objects(cx: _Context, sources: list) -> list[Path]:
+def _cached_objects(cx: _Context, sources: list, store: tuple | None = None) -> list[Path]:
     """The objects of libraries (the runtime, the fixed libraries, a shared main.c): compiled once, without a
     precompiled header, and kept in the shared store, so that a build compiles only its own sources."""
-    with tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
-        return _compile(cx, sources, None, Path(tmp), True)
+    return _compile(cx, sources, None, None, True, store)
 
 
 class BuildError(UserError):
