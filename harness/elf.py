@@ -16,6 +16,7 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from elftools.elf.enums import ENUM_ST_INFO_TYPE
 from elftools.elf.constants import P_FLAGS
@@ -76,10 +77,18 @@ _SHDR = struct.Struct("<IIIIIIIIII")   # Elf32_Shdr: name, type, flags, addr, of
 _SHT_NOBITS = 8
 
 
-def _sections(elf: ELFFile, raw: bytes) -> list[tuple[str, int, int, int, int]]:
-    """(name, type, offset, size, link, entsize) of every section, read straight from the section header
-    table: pyelftools' lookup by name parses every header and its name with its struct library, the
-    largest part of reading a program, and a sweep reads thousands."""
+class _Section(NamedTuple):
+    name: str
+    offset: int
+    size: int      # bytes in the file (0 for .bss-like sections)
+    link: int
+    entsize: int
+
+
+def _sections(elf: ELFFile, raw: bytes) -> list[_Section]:
+    """Every section, read straight from the section header table: pyelftools' lookup by name parses every
+    header and its name with its struct library, the largest part of reading a program, and a sweep reads
+    thousands."""
     off, n, size, names = elf["e_shoff"], elf["e_shnum"], elf["e_shentsize"], elf["e_shstrndx"]
     if not off or not n:
         return []
@@ -91,19 +100,22 @@ def _sections(elf: ELFFile, raw: bytes) -> list[tuple[str, int, int, int, int]]:
     for h in heads:
         end = strtab.find(b"\0", h[0])
         name = strtab[h[0]:end if end >= 0 else len(strtab)].decode("utf-8", errors="replace")
-        out.append((name, h[1], h[4], h[5] if h[1] != _SHT_NOBITS else 0, h[6], h[9]))
+        out.append(_Section(name, h[4], h[5] if h[1] != _SHT_NOBITS else 0, h[6], h[9]))
     return out
 
 
-def _section_data(raw: bytes, sec) -> bytes:
-    _, _, off, size, _, _ = sec
-    if off + size > len(raw):
-        raise ValueError(f"section {sec[0]} runs past the end of the file")
-    return raw[off:off + size]
+def _section(sections: list[_Section], name: str) -> _Section | None:
+    return next((s for s in sections if s.name == name), None)   # the first, as pyelftools' lookup by name
 
 
-def _platform_note(sections: list, raw: bytes) -> str | None:
-    sec = next((s for s in sections if s[0] == PLATFORM_SECTION), None)
+def _section_data(raw: bytes, sec: _Section) -> bytes:
+    if sec.offset + sec.size > len(raw):
+        raise ValueError(f"section {sec.name} runs past the end of the file")
+    return raw[sec.offset:sec.offset + sec.size]
+
+
+def _platform_note(sections: list[_Section], raw: bytes) -> str | None:
+    sec = _section(sections, PLATFORM_SECTION)
     if sec is None:
         return None
     return _section_data(raw, sec).split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
@@ -113,18 +125,18 @@ _SYM = struct.Struct("<IIIBBH")   # Elf32_Sym: st_name, st_value, st_size, st_in
 _STT_FUNC = ENUM_ST_INFO_TYPE["STT_FUNC"]   # the kinds kept: STT_NOTYPE, STT_OBJECT, STT_FUNC (the lowest three)
 
 
-def _symbols(sections: list, raw: bytes) -> tuple[dict, dict]:
+def _symbols(sections: list[_Section], raw: bytes) -> tuple[dict, dict]:
     """Name -> value of the symbols that name code or data, and name -> entry of the functions, read
     straight from .symtab (a sweep loads thousands of programs; pyelftools parses a symbol at a time)."""
     syms, funcs = {}, {}
-    tab = next((s for s in sections if s[0] == ".symtab"), None)
+    tab = _section(sections, ".symtab")
     if tab is None:
         return syms, funcs
-    if tab[4] >= len(sections):
+    if tab.link >= len(sections):
         raise ValueError(".symtab links to no section")
-    strtab = _section_data(raw, sections[tab[4]])
+    strtab = _section_data(raw, sections[tab.link])
     data = _section_data(raw, tab)
-    size = tab[5] or _SYM.size
+    size = tab.entsize or _SYM.size
     for off in range(0, len(data) - _SYM.size + 1, size):
         name_off, value, sym_size, info, _, _ = _SYM.unpack_from(data, off)
         if not name_off:

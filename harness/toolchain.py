@@ -237,7 +237,7 @@ def _compile(cx: _Context, srcs: list, pch, tmp: Path | None, share: bool, store
     is kept in the ELF cache's objects/ under the source's name and content, the flags and the headers,
     and found there by a later compile of the same source (the object names its source by its base name
     alone); `tmp` (where the others go) is then not used, and `store` may give _store's answer."""
-    pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
+    pre = _pch(cx, pch)
     if share and store is None:
         store = _store(cx, pre)
     kept = [_kept(store, s) if share else None for s in srcs]
@@ -298,8 +298,12 @@ def shared_object(source: Path, plat: Platform, opt: str = "2", defines: list | 
                   include_dirs: list | None = None, pch: Path | None = None, tc: Toolchain | None = None) -> Path:
     """Where objects() and build(..., share_objects=True) keep the object of SOURCE (there or not yet)."""
     cx = _context(plat, opt, defines, include_dirs, tc)
-    pre = _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
-    return _kept(_store(cx, pre), Path(source))
+    return _kept(_store(cx, _pch(cx, pch)), Path(source))
+
+
+def _pch(cx: _Context, pch) -> Path | None:
+    """The precompiled header of `pch` for this build (clang only), or None."""
+    return _precompiled(cx.tc, cx.common, cx.gen, Path(pch), cx.incs) if pch and cx.tc.kind == "clang" else None
 
 
 def objects(sources: list, plat: Platform, opt: str = "2", defines: list | None = None, include_dirs: list | None = None,
@@ -309,8 +313,8 @@ def objects(sources: list, plat: Platform, opt: str = "2", defines: list | None 
     srcs = [Path(s) for s in sources]
     _check_sources(srcs)
     cx = _context(plat, opt, defines, include_dirs, tc)
-    with hosttime.phase("compile"), tempfile.TemporaryDirectory(prefix="pulp-odl-obj-") as tmp:
-        return _compile(cx, srcs, pch, Path(tmp), True)
+    with hosttime.phase("compile"):
+        return _compile(cx, srcs, pch, None, True)
 
 
 def copy_cached(cached: Path, output: Path) -> Path:
@@ -417,7 +421,7 @@ def _content(src: Path) -> bytes:
     return b"\0".join(out)
 
 
-def _cached_objects(cx: _Context, sources: list, store: tuple | None = None) -> list[Path]:
+def _cached_objects(cx: _Context, sources: list, store: tuple) -> list[Path]:
     """The objects of libraries (the runtime, the fixed libraries, a shared main.c): compiled once, without a
     precompiled header, and kept in the shared store, so that a build compiles only its own sources."""
     return _compile(cx, sources, None, None, True, store)

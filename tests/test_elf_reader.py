@@ -61,8 +61,8 @@ def test_sections_read_from_the_header_table_are_pyelftools_sections():
     elf = ELFFile(io.BytesIO(raw))
     ours = elfmod._sections(elf, raw)
     theirs = [(s.name, s["sh_offset"], s.data_size if s["sh_type"] != "SHT_NOBITS" else 0) for s in elf.iter_sections()]
-    assert [(n, off, size) for n, _, off, size, _, _ in ours] == theirs
-    assert elfmod.PLATFORM_SECTION in [n for n, *_ in ours]
+    assert [(s.name, s.offset, s.size) for s in ours] == theirs
+    assert elfmod.PLATFORM_SECTION in [s.name for s in ours]
     syms, funcs = elfmod._symbols(ours, raw)
     want = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()
             if s.name and s["st_info"]["type"] in ("STT_NOTYPE", "STT_OBJECT", "STT_FUNC")}

@@ -184,9 +184,11 @@ def _check_fit(i: int) -> None:
     pt, plan = _TO_BUILD[i]
     try:
         jobs = jobs_of(pt, plan)
-        # a stage another point's check built (the frozen stages of a layer at every p) gives its object
-        own = {(j.stage, j.variant): (j.recall().object if j.recall() is not None and j.recall().object is not None
-                                      else j.program(plan)[3].files["st0.c"]) for j in jobs}
+        own = {}
+        for j in jobs:   # a stage another point's check built (the frozen stages of a layer at every p): its object
+            made = j.recall()
+            own[(j.stage, j.variant)] = made.object if made is not None and made.object is not None \
+                else j.program(plan)[3].files["st0.c"]
         left = l2_left(plan, own)
         if left is None or left >= plan.arena:   # the plan stands (fit_code)
             for j in jobs:
@@ -271,11 +273,11 @@ def _standin_left(plan: MemoryPlan, own: dict) -> int:
         todo = {}
         for k, (st, v) in zip(keys, calls):
             if k not in todo and not (k in _OWN_OBJECTS and _OWN_OBJECTS[k].exists()):
-                text = own.get((st.name, v))
-                if isinstance(text, Path):   # its object, kept by a build of its own program
-                    _OWN_OBJECTS[k] = text
+                given = own.get((st.name, v))
+                if isinstance(given, Path):   # its object, kept by a build of its own program
+                    _OWN_OBJECTS[k] = given
                     continue
-                text = text or progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v).files["st0.c"]
+                text = given or progmod.stage_program(Gen(local_plan(plan, st, v), plat), st, v).files["st0.c"]
                 src = Path(tmp) / f"own{len(todo)}" / "st0.c"   # the stage program's file name: part of the object's
                 src.parent.mkdir()
                 src.write_text(text)
@@ -545,7 +547,8 @@ class StageJob:
         if self.recall() is not None:
             return
         plan, _, _, prog = self.program()
-        source = self.source_sha256()
+        # its hash without source_sha256's look into the ELF cache: build() looks there itself
+        source = self.__dict__.get("_source") or _source_hash(prog.c)
         self.__dict__.pop("_made", None)
         cached_as: dict = {}
         with tempfile.TemporaryDirectory(prefix="odl-deploy-") as tmp:
