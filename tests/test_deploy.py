@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from harness import ROOT, platform as platmod
+from harness import ROOT, hosttime, platform as platmod
 from harness.deploy import graph, memplan, program as progmod, reference as ref, runner, task
 from harness.deploy.codegen import Gen
 from harness.errors import UserError
@@ -548,17 +548,22 @@ def test_fit_checks_are_made_side_by_side_before_the_planning(tmp_path, monkeypa
 
     def prebuild(job):
         assert "_made" in job.__dict__    # generated for the check: not again
-        (built / f"{os.getpid()}-{job.name}").write_text("")
+        with hosttime.phase("compile"):
+            (built / f"{os.getpid()}-{job.name}").write_text("")
+        hosttime.count("elf_built")
     monkeypatch.setattr(runner, "_standin_left", standin_left)
     monkeypatch.setattr(runner.StageJob, "prebuild", prebuild)
     tight = [runner.Point("mobilenetv2", "cifar10", 4, p, "paper") for p in (1.0, 0.8)]
     roomy = runner.Point("phinet", "cifar10", 1, 1.0, "paper")
+    hosttime.reset()
     runner.check_fits_in_parallel(tight + [roomy, tight[0]], jobs=2)
+    host = hosttime.take()   # the workers' time, reported to the planning's process (a sweep's split)
     checkers = {f.name.split("-")[0] for f in who.iterdir()}
     assert len(list(who.iterdir())) == 2 and str(os.getpid()) not in checkers
     names = {f.name.split("-", 1)[1] for f in built.iterdir()}
     assert names == {j.name for pt in tight for j in runner.stage_jobs(pt)[1]}
     assert str(os.getpid()) not in {f.name.split("-")[0] for f in built.iterdir()}
+    assert host["elf_built"] == sum(len(runner.stage_jobs(pt)[1]) for pt in tight) and host["compile"] > 0
     for pt in tight + [roomy]:
         runner.plan_of(pt)
     assert len(list(who.iterdir())) == 2      # every check remembered: nothing checked in turn

@@ -76,6 +76,19 @@ def test_host_time_phases_add_up():
     assert "compile 3.0 s (75 %)" in line and "4 ELFs built, 6 from the ELF cache" in line
 
 
+def test_host_time_of_other_processes_replaces_the_wait_for_them():
+    """A process that waits for others (idle) does not count the wait as its own generation, and what the
+    others took (absorb) is in its next take()."""
+    import time
+    hosttime.reset()
+    with hosttime.idle():
+        time.sleep(0.2)
+    hosttime.absorb({"generate": 5.0, "compile": 2.0, "simulate": 0.0, "check": 0.0, "elf_built": 3, "elf_cached": 1})
+    t = hosttime.take()
+    assert 5.0 <= t["generate"] < 5.1 and t["compile"] == 2.0 and t["elf_built"] == 3 and t["elf_cached"] == 1
+    assert hosttime.take()["elf_built"] == 0   # absorbed once
+
+
 @needs_clang
 def test_sweep_meta_has_the_host_split(tmp_path, elf_cache):
     exp = tmp_path / "tiny.toml"
@@ -84,6 +97,7 @@ def test_sweep_meta_has_the_host_split(tmp_path, elf_cache):
     res = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1)
     meta = json.loads((res.outdir / "meta.json").read_text())
     host = meta["host_seconds"]
+    assert meta["host_seconds_runs"]["elf_built"] == 2 and meta["host_seconds_planning"]["elf_built"] == 0
     # meta.json rounds to 10 ms, less than two tiny kernels may simulate in: the run's own figures
     assert host["elf_built"] == 2 and host["compile"] > 0 and res.outcome.host["simulate"] > 0
     again = pipeline.run_experiment(str(exp), results=tmp_path / "res", progress=False, jobs=1, use_cache=False)

@@ -431,13 +431,22 @@ XPULP_RR = {  # id: reference (GVSoC pulp_v2.hpp / isa_lib/int.h)
     "pv_dotup_h": lambda a, b: sum(x * y for x, y in zip(lanes16(a), lanes16(b))),
     "pv_dotsp_h": lambda a, b: sum(sx(x, 16) * sx(y, 16) for x, y in zip(lanes16(a), lanes16(b))),
     "pv_dotsp_b": lambda a, b: sum(sx(x, 8) * sx(y, 8) for x, y in zip(lanes8(a), lanes8(b))),
+    "pv_pack_h": lambda a, b: pack16([b & 0xFFFF, a & 0xFFFF]),
 }
+
+
+def shuffle2_h(c, a, b):
+    """pv.shuffle2.h: each half of the result is a half of rd (c) or rs1 (a), as the half of rs2 (b) says."""
+    return pack16([lanes16(a if sel & 2 else c)[sel & 1] for sel in lanes16(b)])
+
+
 XPULP_ACC = {
     "p_mac": lambda c, a, b: c + a * b,
     "p_msu": lambda c, a, b: c - a * b,
     "pv_sdotup_h": lambda c, a, b: c + XPULP_RR["pv_dotup_h"](a, b),
     "pv_sdotsp_h": lambda c, a, b: c + XPULP_RR["pv_dotsp_h"](a, b),
     "pv_sdotsp_b": lambda c, a, b: c + XPULP_RR["pv_dotsp_b"](a, b),
+    "pv_shuffle2_h": shuffle2_h,
 }
 XPULP_R = {
     "p_abs": lambda a: a if s32(a) >= 0 else -s32(a),
@@ -464,6 +473,9 @@ def xpulp_alu_ops():
         ops.append(Op(i, f"PULP_{i.upper()}(%0, %1, %2)", f, ins, covers=[i]))
     for i, f in XPULP_ACC.items():
         ins = [(rng.getrandbits(32), a, b) for a, b in P]
+        if i == "pv_shuffle2_h":   # every choice of both halves, with the other bits of each half set or clear
+            ins += [(rng.getrandbits(32), rng.getrandbits(32), (hi << 16 | lo) | (rng.getrandbits(14) << 2) * k)
+                    for hi in range(4) for lo in range(4) for k in (0, 1)]
         ops.append(Op(i, f"PULP_{i.upper()}(%0, %1, %2)", f, ins, acc=True, covers=[i]))
     for i, f in XPULP_R.items():
         ops.append(Op(i, f"PULP_{i.upper()}(%0, %1)", f, int_singles(13), covers=[i]))

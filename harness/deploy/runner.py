@@ -168,8 +168,9 @@ def check_fits_in_parallel(points: list, jobs: int) -> None:
     _TO_BUILD[:] = todo
     pool = procs.fork_pool(min(jobs, len(todo)))
     try:
-        for fut in cf.as_completed([pool.submit(_check_fit, i) for i in range(len(todo))]):
-            fut.result()
+        with hosttime.idle():   # the workers report their own time
+            for fut in cf.as_completed([pool.submit(_check_fit, i) for i in range(len(todo))]):
+                hosttime.absorb(fut.result())
     except BaseException:
         procs.stop_pool(pool, interrupted=True)
         raise
@@ -178,10 +179,12 @@ def check_fits_in_parallel(points: list, jobs: int) -> None:
     procs.stop_pool(pool)
 
 
-def _check_fit(i: int) -> None:
+def _check_fit(i: int) -> dict:
     """One plan's check, from its stage jobs' programs; where the plan stands, the jobs' programs are built
-    and remembered too, so that the sweep runs them without generating them again."""
+    and remembered too, so that the sweep runs them without generating them again. Returns the host time
+    it took (hosttime.take())."""
     pt, plan = _TO_BUILD[i]
+    hosttime.reset()
     try:
         jobs = jobs_of(pt, plan)
         own = {}
@@ -195,6 +198,7 @@ def _check_fit(i: int) -> None:
                 j.prebuild()
     except UserError:
         pass   # the planning in turn meets it again and reports it
+    return hosttime.take()
 
 
 def check_chunks(pt: Point, frozen: int | None, tail: int | None) -> None:

@@ -45,11 +45,19 @@ class Outcome:
     errors: dict = field(default_factory=dict)      # spec name -> one-line reason
     recomputed: dict = field(default_factory=dict)  # spec name -> why its cached row was not used (damaged)
     host: dict = field(default_factory=dict)        # the runs' host seconds per phase (harness.hosttime)
+    planning: dict = field(default_factory=dict)    # the planning's (a deployed sweep's code checks build programs)
     cached: int = 0
     ran: int = 0
     wall: float = 0.0
     jobs: int = 1                                   # parallel runs (local jobs or cluster workers)
     executor: str = "local"                         # where they ran: "local" or "dask ADDRESS"
+
+    def total_host(self) -> dict:
+        """Host seconds per phase of the planning and the runs together: what the experiment cost."""
+        out: dict = {}
+        hosttime.add(out, self.planning)
+        hosttime.add(out, self.host)
+        return out
 
 
 def default_jobs() -> int:

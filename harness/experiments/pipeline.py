@@ -47,19 +47,24 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     outdir = outdirmod.prepare(root, exp.name, exp.path)   # before any work: a bad path costs nothing
     try:
         runner.connect()       # an unreachable cluster, too
+        hosttime.reset()
         plan = planmod.expand(exp, jobs or execute.default_jobs())   # its steps' code checks: this host's processes
+        planning = hosttime.take()
         console = console or Console(stderr=True, highlight=False)
         what = "stage programs" if exp.kind == "latency" and exp.deployment == "deployed" else "kernels"
         console.print(f"{exp.name}: {len(plan.points)} points, {len(plan.specs)} unique {what} on "
                       f"{', '.join(exp.platforms)}")
         outcome = execute.run_specs(plan.specs, use_cache=use_cache, cache=cachemod.Cache(root / "cache"),
                                     console=console, progress=progress, executor=runner)
+        outcome.planning = planning
     finally:
         runner.stop()
     console.print(f"{exp.name}: {outcome.cached} cached, {outcome.ran} run, {len(outcome.errors)} failed "
                   f"in {outcome.wall:.1f} s ({runner.describe()})")
-    if outcome.host:
-        console.print(f"{exp.name}: {host_split(outcome.host)}")
+    if outcome.host or outcome.planning.get("elf_built"):
+        console.print(f"{exp.name}: {host_split(outcome.total_host())}")
+        if outcome.planning.get("elf_built"):
+            console.print(f"{exp.name}: of which the planning's code checks: {host_split(outcome.planning, short=True)}")
     if outcome.recomputed:
         first, why = sorted(outcome.recomputed.items())[0]
         console.print(f"{exp.name}: {len(outcome.recomputed)} cached row(s) were damaged and recomputed "
@@ -72,11 +77,12 @@ def run_experiment(name: str, platforms: tuple[str, ...] | None = None, jobs: in
     return Result(plan, outcome, outdir, frames)
 
 
-def host_split(host: dict) -> str:
-    """The runs' host time by phase (summed over workers), and how many ELFs came from the ELF cache."""
+def host_split(host: dict, short: bool = False) -> str:
+    """Host time by phase (summed over processes), and how many ELFs were built or came from the ELF cache."""
     total = sum(host.get(p, 0.0) for p in hosttime.PHASES) or 1.0
-    parts = ", ".join(f"{p} {host.get(p, 0.0):.1f} s ({100 * host.get(p, 0.0) / total:.0f} %)" for p in hosttime.PHASES)
-    return (f"host time of the runs: {parts}; {host.get('elf_built', 0)} ELFs built, "
+    phases = [p for p in hosttime.PHASES if host.get(p, 0.0) >= 0.05] if short else hosttime.PHASES
+    parts = ", ".join(f"{p} {host.get(p, 0.0):.1f} s ({100 * host.get(p, 0.0) / total:.0f} %)" for p in phases)
+    return (f"{'' if short else 'host time, planning and runs: '}{parts}; {host.get('elf_built', 0)} ELFs built, "
             f"{host.get('elf_cached', 0)} from the ELF cache")
 
 

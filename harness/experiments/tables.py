@@ -207,6 +207,10 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
     write_atomic(path, df.to_csv(index=False, lineterminator="\n"))
 
 
+def _rounded(host: dict) -> dict:
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in host.items()}
+
+
 def _git() -> dict:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
@@ -244,7 +248,8 @@ def metadata(plan: Plan, outcome: Outcome, files: list[str]) -> dict:
         "kernels": {"unique": len(plan.specs), "cached": outcome.cached, "ran": outcome.ran,
                     "errors": len(outcome.errors)},
         "jobs": outcome.jobs, "executor": outcome.executor, "wall_seconds": round(outcome.wall, 2),
-        "host_seconds": {k: round(v, 2) if isinstance(v, float) else v for k, v in outcome.host.items()},
+        "host_seconds": _rounded(outcome.total_host()), "host_seconds_planning": _rounded(outcome.planning),
+        "host_seconds_runs": _rounded(outcome.host),
         "slowest_runs_s": {k: round(v, 2) for k, v in slowest}, "files": files,
     }
     if outcome.errors:

@@ -348,12 +348,14 @@ def pack_rows(s: int) -> list[str]:
     return _routine(f"odl_packr{s}", pro, body)
 
 
-def _pair_words(lo: str, w0: str, w1: str, hi_mask: str, k65536: str) -> list[str]:
+# pv.shuffle2.h's selector for the high halves of two words: rd's high half low, rs1's high half high
+_HIGH_HALVES = ["lui t3, 0x30", "addi t3, t3, 1"]   # 0x00030001, in t3
+
+
+def _pair_words(lo: str, w0: str, w1: str, sel: str) -> list[str]:
     """Two words of K-pairs from two words of two adjacent columns (w0: row 2kk, w1: row 2kk + 1):
-    lo = (w0 & 0xffff) | w1 << 16 (a multiply-accumulate by 65536 does the shift and the or), then w0 =
-    w0 >> 16 | (w1 & 0xffff0000); w1 is clobbered. 5 instructions."""
-    return [asm.line("p_exthz", rd=lo, rs1=w0), f"srli {w0}, {w0}, 16",
-            asm.line("p_mac", rd_acc=lo, rs1=w1, rs2=k65536), f"and {w1}, {w1}, {hi_mask}", f"or {w0}, {w0}, {w1}"]
+    lo = w0's low half under w1's, then w0 = w0's high half under w1's (sel holds _HIGH_HALVES). 2 instructions."""
+    return [asm.line("pv_pack_h", rd=lo, rs1=w1, rs2=w0), asm.line("pv_shuffle2_h", rd_acc=w0, rs1=w1, rs2=sel)]
 
 
 def pack_cols2() -> list[str]:
@@ -378,15 +380,18 @@ def pack_cols2s() -> list[str]:
     """odl_packc2s(d0, src, k2, pitch_bytes, d1, dstep): odl_packc2 that also sums each column in FP32
     (vfdotpex with ones, in the order of its K-pairs), returned as the two words of a uint64_t (first
     column low): a bias gradient for 2 instructions a pair more."""
-    pro = ["add a6, a1, a3", "slli a3, a3, 1", "li a7, -1", "slli a7, a7, 16", "lui t4, 0x3c004",
-           "addi t4, t4, -1024", "li t5, 0", "li t6, 0", "lui t3, 16"]
+    # The first column's sum takes the pair before (zero before the first: +0 + +0 is +0), so that no
+    # instruction uses a word the one before it loaded; the last pair's is added after the loop.
+    pro = ["add a6, a1, a3", "slli a3, a3, 1", "lui t4, 0x3c004", "addi t4, t4, -1024", "li t5, 0", "li t6, 0",
+           "li t2, 0"] + _HIGH_HALVES
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3")] + _pair_words("t2", "t0", "t1", "a7", "t3") + [
+            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + _pair_words("t2", "t0", "t1", "t3") + [
             asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
-            asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
             asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
-    return _routine("odl_packc2s", pro, body, ["mv a0, t5", "mv a1, t6"])
+    return _routine("odl_packc2s", pro, body, [asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+                                               "mv a0, t5", "mv a1, t6"])
 
 
 def trans_sum(odd: bool) -> list[str]:
@@ -394,20 +399,21 @@ def trans_sum(odd: bool) -> list[str]:
     columns of a K-major FP16 matrix (K = 2 kp + odd rows `pitch_bytes` apart) into rows of K-pairs
     `gap_bytes` apart (a transposed matrix), each row's FP32 sum (vfdotpex with ones, in the order of
     its K-pairs) stored in FP16 to sums[]. One call for a core's share of the columns: both loops in
-    hardware loops, 11 instructions a pair of words (the sums included) and 17 a pair of columns."""
+    hardware loops, 8 instructions a pair of words (the sums included) and 19 a pair of columns."""
     name = f"odl_tcs{int(odd)}"
+    # the first column's sum takes the pair before, as in odl_packc2s
     inner = [asm.line("p_lw_postinc_reg", rd="t0", rs1="s0", rs2="a7"),
-             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7")] + _pair_words("t2", "t0", "t1", "s4", "t3") + [
+             asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7"),
+             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + _pair_words("t2", "t0", "t1", "t3") + [
              asm.line("p_sw_postinc_imm", rs2="t2", rs1="s2", imm_s=4),
              asm.line("p_sw_postinc_imm", rs2="t0", rs1="s3", imm_s=4),
-             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
              asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
-    tail = []
+    tail = [asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")]
     if odd:   # the last row of K pairs with zero
-        tail = ["lw t0, 0(s0)", asm.line("p_exthz", rd="t2", rs1="t0"), "srli t0, t0, 16", "sw t2, 0(s2)", "sw t0, 0(s3)",
-                asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
-                asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
-    outer = (["mv s0, a1", "add s1, a1, a3", "mv s2, a0", "add s3, a0, a5", "li t5, 0", "li t6, 0",
+        tail += ["lw t0, 0(s0)", asm.line("p_exthz", rd="t2", rs1="t0"), "srli t0, t0, 16", "sw t2, 0(s2)", "sw t0, 0(s3)",
+                 asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4"),
+                 asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
+    outer = (["mv s0, a1", "add s1, a1, a3", "mv s2, a0", "add s3, a0, a5", "li t5, 0", "li t6, 0", "li t2, 0",
               asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(inner))] + inner + tail
              + [asm.line("vfcpka_h_s", rd="t5", rs1="t5", rs2="t6"),
                 asm.line("p_sh_postinc_imm", rs2="t5", rs1="a6", imm_s=2), "srli t5, t5, 16",
@@ -415,8 +421,7 @@ def trans_sum(odd: bool) -> list[str]:
                 "addi a1, a1, 4", "add a0, a0, s5"])
     saved = [f"s{i}" for i in range(6)]
     pro = ["addi sp, sp, -32"] + [f"sw {r}, {4 * i}(sp)" for i, r in enumerate(saved)]
-    pro += ["slli a7, a3, 1", "li s4, -1", "slli s4, s4, 16", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1",
-            "lui t3, 16"]
+    pro += ["slli a7, a3, 1", "lui t4, 0x3c004", "addi t4, t4, -1024", "slli s5, a5, 1"] + _HIGH_HALVES
     epi = [f"lw {r}, {4 * i}(sp)" for i, r in enumerate(saved)] + ["addi sp, sp, 32"]
     return ([f"    .section .text.{name}, \"ax\"", f"    .globl {name}", f"    .type {name}, @function",
              "    .balign 4", f"{name}:", "    .option push", "    .option norvc"]
