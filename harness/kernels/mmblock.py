@@ -376,6 +376,22 @@ def pack_cols2() -> list[str]:
     return _routine("odl_packc2", pro, body)
 
 
+def pack_cols2_long() -> list[str]:
+    """odl_packc2l(d0, src, k2, pitch_bytes, d1, dstep): odl_packc2 for k2 >= 2, its pairs made in registers
+    (pv.pack.h, pv.shuffle2.h): 6 instructions a pair, 8 cycles more a call. The loop stores the pair
+    before its own (the first is made before the loop, the last stored after it), so that no instruction
+    uses a word the one before it loaded."""
+    pro = ["add a6, a1, a3", "slli a3, a3, 1"] + _HIGH_HALVES + [
+           asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+           asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+           "addi a2, a2, -1"] + _pair_words("t2", "t0", "t1", "t3")
+    body = [asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
+            asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
+            asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5")] + _pair_words("t2", "t0", "t1", "t3")
+    return _routine("odl_packc2l", pro, body, ["sw t2, 0(a0)", "sw t0, 0(a4)"])
+
+
 def pack_cols2s() -> list[str]:
     """odl_packc2s(d0, src, k2, pitch_bytes, d1, dstep): odl_packc2 that also sums each column in FP32
     (vfdotpex with ones, in the order of its K-pairs), returned as the two words of a uint64_t (first
@@ -443,5 +459,5 @@ def pack_cols1() -> list[str]:
 
 
 def packers() -> str:
-    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols2s() + pack_cols1()
+    return "\n".join(pack_rows(2) + pack_rows(3) + pack_rows(4) + pack_rows(5) + pack_cols2() + pack_cols2_long() + pack_cols2s() + pack_cols1()
                      + trans_sum(False) + trans_sum(True))
