@@ -95,7 +95,7 @@ def check(secs, out) -> list[str]:
 # --------------------------------------------------------------------------------------------
 ALU_RR = ["p_avgu", "p_slet", "p_sletu", "p_min", "p_minu", "p_max", "p_maxu", "p_ror", "p_clip", "p_clipu",
           "pv_add_h", "pv_add_b", "pv_sub_h", "pv_sub_b", "pv_dotup_h", "pv_dotsp_h", "pv_dotsp_b",
-          "p_mac", "p_msu", "pv_sdotup_h", "pv_sdotsp_h", "pv_sdotsp_b"]
+          "p_mac", "p_msu", "pv_sdotup_h", "pv_sdotsp_h", "pv_sdotsp_b", "pv_pack_h", "pv_shuffle2_h"]
 ALU_R = ["p_abs", "p_ff1", "p_fl1", "p_clb", "p_cnt", "p_exths", "p_exthz", "p_extbs", "p_extbz"]
 ALU_IMM = ["p_clipi", "p_clipui"]
 VF_RR = ["vfadd_h", "vfadd_r_h", "vfsub_h", "vfsub_r_h", "vfmul_h", "vfmul_r_h", "vfmin_h", "vfmin_r_h", "vfmax_h",
@@ -125,7 +125,7 @@ def pulp_sections():
     for i in ALU_IMM:
         S.append(Sec(i, rot(_m(i) + "({d}, a2, 5)"), OVERHEAD + 16, ISET, covers=[i], instr=16))
     # accumulator chains and immediate use of a MAC result (p.mac is 1 cycle, plain mul is 2)
-    for i in ("p_mac", "pv_sdotsp_h", "pv_sdotsp_b", "pv_sdotup_h"):
+    for i in ("p_mac", "pv_sdotsp_h", "pv_sdotsp_b", "pv_sdotup_h", "pv_shuffle2_h"):
         S.append(Sec(i + "_chain", rep(16, _m(i) + "(a1, a2, a3)"), OVERHEAD + 16, ISET, instr=16, ld_stall=0))
     S.append(Sec("p_msu_use", rep(16, _m("p_msu") + "(a1, a2, a3)", "addi a4, a1, 1"), OVERHEAD + 32, ISET))
     # ---- FP16 SIMD: 1 cycle, also chained; div/sqrt 14 on the DIV unit
