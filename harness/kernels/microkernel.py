@@ -227,16 +227,24 @@ def packk2() -> list:
     """odl_packk2(dst, src, k2, pitch_bytes): two adjacent columns of a K-major FP16 matrix (one word per
     row, rows `pitch_bytes` apart) into the words of two panel rows: word kk of the first column holds
     rows 2kk and 2kk+1 of column 0, the word after it those of column 1; dst steps 16 bytes per kk (a
-    4-row panel). 10 instructions per pair of rows in a hardware loop."""
-    body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"),
-            "and t2, t0, a5", "slli t3, t1, 16", "or t2, t2, t3", "srli t0, t0, 16", "and t1, t1, a6",
-            "or t0, t0, t1", "sw t0, 4(a0)", asm.line("p_sw_postinc_imm", rs2="t2", rs1="a0", imm_s=16)]
+    4-row panel). The two words are made by pv.pack.h (the low halves) and pv.shuffle2.h (the high
+    ones), 6 instructions per pair of rows in a hardware loop."""
+    # The loop stores the pair before its own (the first is made before it, the last stored after it), so
+    # that no instruction uses a word the one before it loaded. a5 = 0x00030001: pv.shuffle2.h's selector
+    # of rd's high half (low lane) and rs1's (high lane).
+    first = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+             asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"), "addi a2, a2, -1"]
+    pair = [asm.line("pv_pack_h", rd="t2", rs1="t1", rs2="t0"), asm.line("pv_shuffle2_h", rd_acc="t0", rs1="t1", rs2="a5")]
+    body = [asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"), "sw t0, 4(a0)",
+            asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
+            asm.line("p_sw_postinc_imm", rs2="t2", rs1="a0", imm_s=16)] + pair
     return ["    .section .text.odl_packk2, \"ax\"", "    .globl odl_packk2", "    .type odl_packk2, @function",
             "    .balign 4", "odl_packk2:", "    .option push", "    .option norvc",
-            "    add a4, a1, a3", "    slli a3, a3, 1", "    li a5, 0xffff", "    lui a6, 0xffff0", "    beqz a2, 1f",
-            "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]\
-        + ["    " + b for b in body] + ["1:", "    ret", "    .option pop", "    .size odl_packk2, . - odl_packk2", ""]
+            "    add a4, a1, a3", "    slli a3, a3, 1", "    lui a5, 0x30", "    addi a5, a5, 1", "    beqz a2, 1f"]\
+        + ["    " + x for x in first + pair] + ["    beqz a2, 2f",
+           "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]\
+        + ["    " + b for b in body] + ["2:", "    sw t0, 4(a0)", "    sw t2, 0(a0)",
+                                        "1:", "    ret", "    .option pop", "    .size odl_packk2, . - odl_packk2", ""]
 
 
 @functools.lru_cache(maxsize=None)
