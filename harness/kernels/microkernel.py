@@ -223,6 +223,17 @@ def mm4x4_run_acc() -> list:
     return out + rows("sw") + _run_next() + _close(name, frame)
 
 
+def high_halves(reg: str) -> list[str]:
+    """`reg` = 0x00030001: pv.shuffle2.h's selector of rd's high half (into the low lane) and rs1's (the high)."""
+    return [f"lui {reg}, 0x30", f"addi {reg}, {reg}, 1"]
+
+
+def pair_words(lo: str, w0: str, w1: str, sel: str) -> list[str]:
+    """Two words of K-pairs from two words of two adjacent columns (w0: row 2kk, w1: row 2kk + 1): lo = w0's
+    low half under w1's, then w0 = w0's high half under w1's (sel holds high_halves). 2 instructions."""
+    return [asm.line("pv_pack_h", rd=lo, rs1=w1, rs2=w0), asm.line("pv_shuffle2_h", rd_acc=w0, rs1=w1, rs2=sel)]
+
+
 def packk2() -> list:
     """odl_packk2(dst, src, k2, pitch_bytes): two adjacent columns of a K-major FP16 matrix (one word per
     row, rows `pitch_bytes` apart) into the words of two panel rows: word kk of the first column holds
@@ -230,17 +241,16 @@ def packk2() -> list:
     4-row panel). The two words are made by pv.pack.h (the low halves) and pv.shuffle2.h (the high
     ones), 6 instructions per pair of rows in a hardware loop."""
     # The loop stores the pair before its own (the first is made before it, the last stored after it), so
-    # that no instruction uses a word the one before it loaded. a5 = 0x00030001: pv.shuffle2.h's selector
-    # of rd's high half (low lane) and rs1's (high lane).
+    # that no instruction uses a word the one before it loaded.
     first = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
              asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"), "addi a2, a2, -1"]
-    pair = [asm.line("pv_pack_h", rd="t2", rs1="t1", rs2="t0"), asm.line("pv_shuffle2_h", rd_acc="t0", rs1="t1", rs2="a5")]
+    pair = pair_words("t2", "t0", "t1", "a5")
     body = [asm.line("p_lw_postinc_reg", rd="t1", rs1="a4", rs2="a3"), "sw t0, 4(a0)",
             asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
             asm.line("p_sw_postinc_imm", rs2="t2", rs1="a0", imm_s=16)] + pair
     return ["    .section .text.odl_packk2, \"ax\"", "    .globl odl_packk2", "    .type odl_packk2, @function",
             "    .balign 4", "odl_packk2:", "    .option push", "    .option norvc",
-            "    add a4, a1, a3", "    slli a3, a3, 1", "    lui a5, 0x30", "    addi a5, a5, 1", "    beqz a2, 1f"]\
+            "    add a4, a1, a3", "    slli a3, a3, 1"] + ["    " + x for x in high_halves("a5")] + ["    beqz a2, 1f"]\
         + ["    " + x for x in first + pair] + ["    beqz a2, 2f",
            "    " + asm.line("lp_setup", hwl_l=0, hwl_rs1="a2", hwl_uimm12=2 * len(body))]\
         + ["    " + b for b in body] + ["2:", "    sw t0, 4(a0)", "    sw t2, 0(a0)",

@@ -348,14 +348,7 @@ def pack_rows(s: int) -> list[str]:
     return _routine(f"odl_packr{s}", pro, body)
 
 
-# pv.shuffle2.h's selector for the high halves of two words: rd's high half low, rs1's high half high
-_HIGH_HALVES = ["lui t3, 0x30", "addi t3, t3, 1"]   # 0x00030001, in t3
-
-
-def _pair_words(lo: str, w0: str, w1: str, sel: str) -> list[str]:
-    """Two words of K-pairs from two words of two adjacent columns (w0: row 2kk, w1: row 2kk + 1):
-    lo = w0's low half under w1's, then w0 = w0's high half under w1's (sel holds _HIGH_HALVES). 2 instructions."""
-    return [asm.line("pv_pack_h", rd=lo, rs1=w1, rs2=w0), asm.line("pv_shuffle2_h", rd_acc=w0, rs1=w1, rs2=sel)]
+_HIGH_HALVES = microkernel.high_halves("t3")   # the packers' selector register
 
 
 def pack_cols2() -> list[str]:
@@ -384,11 +377,11 @@ def pack_cols2_long() -> list[str]:
     pro = ["add a6, a1, a3", "slli a3, a3, 1"] + _HIGH_HALVES + [
            asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
            asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
-           "addi a2, a2, -1"] + _pair_words("t2", "t0", "t1", "t3")
+           "addi a2, a2, -1"] + microkernel.pair_words("t2", "t0", "t1", "t3")
     body = [asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
             asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
-            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5")] + _pair_words("t2", "t0", "t1", "t3")
+            asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5")] + microkernel.pair_words("t2", "t0", "t1", "t3")
     return _routine("odl_packc2l", pro, body, ["sw t2, 0(a0)", "sw t0, 0(a4)"])
 
 
@@ -402,7 +395,7 @@ def pack_cols2s() -> list[str]:
            "li t2, 0"] + _HIGH_HALVES
     body = [asm.line("p_lw_postinc_reg", rd="t0", rs1="a1", rs2="a3"),
             asm.line("p_lw_postinc_reg", rd="t1", rs1="a6", rs2="a3"),
-            asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + _pair_words("t2", "t0", "t1", "t3") + [
+            asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + microkernel.pair_words("t2", "t0", "t1", "t3") + [
             asm.line("p_sw_postinc_reg", rs2="t2", rs1="a0", rs3_s="a5"),
             asm.line("p_sw_postinc_reg", rs2="t0", rs1="a4", rs3_s="a5"),
             asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
@@ -420,7 +413,7 @@ def trans_sum(odd: bool) -> list[str]:
     # the first column's sum takes the pair before, as in odl_packc2s
     inner = [asm.line("p_lw_postinc_reg", rd="t0", rs1="s0", rs2="a7"),
              asm.line("p_lw_postinc_reg", rd="t1", rs1="s1", rs2="a7"),
-             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + _pair_words("t2", "t0", "t1", "t3") + [
+             asm.line("vfdotpex_s_h", rd_acc="t5", rs1="t2", rs2="t4")] + microkernel.pair_words("t2", "t0", "t1", "t3") + [
              asm.line("p_sw_postinc_imm", rs2="t2", rs1="s2", imm_s=4),
              asm.line("p_sw_postinc_imm", rs2="t0", rs1="s3", imm_s=4),
              asm.line("vfdotpex_s_h", rd_acc="t6", rs1="t0", rs2="t4")]
