@@ -256,6 +256,25 @@ def test_sliced_product_tiles_are_the_cheapest_that_fit(monkeypatch, plans_as_pl
     assert len(searched) > 20 and any(s is not None for s in searched)
 
 
+def test_product_tiles_are_the_cheapest_that_fit(monkeypatch, plans_as_planned):
+    """The product's tile search estimates a choice only when its compute and forks could beat the best so
+    far: every product of the points gets the tiles, order and estimate that estimating every choice gives."""
+    checked = 0
+    for plan, st in _stages(("mm_fw", "mm_ig")):
+        got = {}
+        for bounds in (True, False):
+            monkeypatch.setattr(codegen, "SEARCH_BOUNDS", bounds)
+            for wide in (False, True):
+                for whole in (True, False):
+                    ctx = Gen(runner.local_plan(plan, st, ""), plan.platform)._mm(st, "st0", wide, whole)
+                    got.setdefault((wide, whole), []).append((ctx.tm, ctx.tn, ctx.tk, ctx.ksplit, ctx.get("order"),
+                                                              ctx.est))
+        for key, (fast, plain) in got.items():
+            assert fast == plain, f"{st.name} wide/whole {key}"
+        checked += 1
+    assert checked > 20
+
+
 @needs_clang
 def test_warm_compiles_every_stage_template():
     codegen._env.cache_clear()

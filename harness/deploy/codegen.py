@@ -32,6 +32,9 @@ ACT = {"none": 0, "relu": "ODL_ACT_RELU", "relu6": "ODL_ACT_RELU6", "hswish": "O
 FUSED_ACTS = microkernel.ACTS   # the activations the product routines apply before their stores
 WG_PACK_CYCLES = 2           # a weight gradient's panel packing, per element and core, for comparing tile plans
 FORK_CYCLES = 120           # a fork and its barrier, for comparing tile plans
+# The product's tile search skips a choice whose compute and forks alone do not beat the best so far: the
+# same choice as estimating every one (tests/test_deploy_search.py searches both ways).
+SEARCH_BOUNDS = True
 SGD_TILE_CYCLES = 500       # an update's tile: its fork, barrier and the master's transfer commands
 # A weight gradient split over pixel tiles runs its 4x4 blocks from and back to FP32 accumulators in L1
 # (odl_mm4x4_run_acc), about this many cycles a block more than an unsplit one (MobileNetV2 CORe50 layer 4's
@@ -464,28 +467,34 @@ class Gen:
                         + self.waited_cycles(v, tm, m_tiles * n_tiles)
             return c
 
+        def compute(tm, tn):
+            """Cycles of the cores' blocks (4x4), in either order."""
+            return -(-m // tm) * -(-n // tn) * (-(-(-(-tm // 4) * -(-tn // 4)) // self.cores)) * (30 + 24 * k2)
+
+        def forks_mn(tm, tn):
+            n_tiles = -(-n // tn)
+            return -(-m // tm) * (1 + n_tiles * (1 if n_tiles == 1 else 2)) * FORK_CYCLES
+
+        def forks_nm(tm, tn):
+            return -(-n // tn) * (1 + 2 * -(-m // tm)) * FORK_CYCLES
+
         def cost(tm, tn):
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
-            blocks = -(-tm // 4) * -(-tn // 4)
-            compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             # an external tensor moves whole rows: the input gradient's column tiles of W re-read its rows
             wbytes = n * wpitch * 2 if rows_b else (acols * (wpitch if t.w.xt else cp(n)) * 2 * (1 if t.w.xt else 1))
             wreads = 1 if n_tiles == 1 else m_tiles * (n_tiles if (t.w.xt and not rows_b) else 1)
             traffic = wbytes * wreads / t.w.bw + m * t.a.pitch * 2 / t.a.bw * (1 if t.a.xt else ap / t.a.pitch) \
                 + epi(m_tiles, n_tiles, tm, tn)
-            forks = m_tiles * (1 + n_tiles * (1 if n_tiles == 1 else 2))
             waited = (self.waited_cycles(t.w, tn, wreads) if rows_b else 0) + self.waited_cycles(t.a, tm, m_tiles)
-            return max(compute, traffic) + forks * FORK_CYCLES + waited
+            return max(compute(tm, tn), traffic) + forks_mn(tm, tn) + waited
 
         def cost_nm(tm, tn):
             """Weight-stationary order: B once, A once per column tile."""
             m_tiles, n_tiles = -(-m // tm), -(-n // tn)
-            blocks = -(-tm // 4) * -(-tn // 4)
-            compute = m_tiles * n_tiles * (-(-blocks // self.cores)) * (30 + 24 * k2)
             wbytes = n * wpitch * 2 if rows_b else n_tiles * acols * (wpitch if t.w.xt else cp(tn)) * 2
             traffic = wbytes / t.w.bw + n_tiles * m * t.a.pitch * 2 / t.a.bw + epi(m_tiles, n_tiles, tm, tn)
             waited = (self.waited_cycles(t.w, tn, n_tiles) if rows_b else 0) + self.waited_cycles(t.a, tm, n_tiles * m_tiles)
-            return max(compute, traffic) + n_tiles * (1 + 2 * m_tiles) * FORK_CYCLES + waited
+            return max(compute(tm, tn), traffic) + forks_nm(tm, tn) + waited
 
         # the weight-stationary order leaves each output tile at once: not with a pool or external outputs
         nm_ok = not pool and not any(k in ext for k in puts)
@@ -497,18 +506,31 @@ class Gen:
                 k = -(-n // per)
                 even = r4(-(-n // k)) if r4(-(-n // k)) <= per else r4(-(-n // (k + 1)))   # the fewest even tiles
                 col_cands += [c for c in sorted({per, even}) if c not in col_cands]
+        # A choice's compute and forks bound its estimate from below (the other terms are not negative), so a
+        # choice whose bound does not beat the best so far is not estimated, nor its L1 asked for: the same
+        # choice as estimating every one, at a fraction of the time (a sweep plans thousands of products).
+        def may_beat(low):
+            return best is None or not SEARCH_BOUNDS or low < best[0]
+
+        row_cands = [tm for tm in _row_cands(m, rows_ps if pool else 0)
+                     if not (pool and tm < m and tm % rows_ps and rows_ps % tm)]   # a pool's tile: whole samples
         for tn in col_cands:
             if ce and tn != n:
                 continue
-            for tm in _row_cands(m, rows_ps if pool else 0):
-                if pool and tm < m and tm % rows_ps and rows_ps % tm:
-                    continue   # a tile of the fused pool holds whole samples, or a whole fraction of one
-                if mem(tm, tn) > self.budget or not slab_ok(tm, tn):
+            for tm in row_cands:
+                low = compute(tm, tn)
+                may_mn = may_beat(low + forks_mn(tm, tn))
+                if not (may_mn or (nm_ok and tn < n and may_beat(low + forks_nm(tm, tn)))):
                     continue
-                c = cost(tm, tn)
-                if best is None or c < best[0]:
-                    best = (c, tm, tn, "mn")
-                if nm_ok and tn < n and mem(tm, tn) + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if rows_b else 0):
+                lm = mem(tm, tn)
+                if lm > self.budget or not slab_ok(tm, tn):
+                    continue
+                if may_mn:
+                    c = cost(tm, tn)
+                    if best is None or c < best[0]:
+                        best = (c, tm, tn, "mn")
+                if nm_ok and tn < n and lm + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if rows_b else 0) \
+                        and may_beat(low + forks_nm(tm, tn)):
                     c = cost_nm(tm, tn)
                     if c < best[0]:
                         best = (c, tm, tn, "nm")
@@ -653,17 +675,21 @@ class Gen:
                if not (pool and tm < m and tm % rows_ps and rows_ps % tm)]
         wa = {tm: self.waited_bytes(t.a, tm) for tm in tms}
         for tk in _cands(kdim, 16):
+            kt = -(-kdim // tk)
             for tn in _cands(n, 4):
                 if ce and tn != n:
                     continue
                 ww = self.waited_bytes(t.w, tn) if fw else 0
+                nt, bn = -(-n // tn), -(-tn // 4)
                 for tm in tms:
-                    mt, nt, kt = -(-m // tm), -(-n // tn), -(-kdim // tk)
+                    mt = -(-m // tm)
                     # a block of a slice: 12 cycles a reduction pair, plus the call and the FP32
                     # accumulation of its 16 sums (about 90 cycles), paid again in every slice
                     # (the last slice holds what is left of the reduction, not a whole tk)
-                    blocks = -(-(-(-tm // 4) * -(-tn // 4)) // self.cores)
+                    blocks = -(-(-(-tm // 4) * bn) // self.cores)
                     compute = mt * nt * blocks * (90 * kt + 12 * (kdim + kt))
+                    if best is not None and compute + mt * nt * kt * 3 * FORK_CYCLES >= best[0]:
+                        continue   # its compute and forks alone do not beat the best (the rest is not negative)
                     # every slice of A and of W moves per (m, n, k) tile; external tensors move whole rows
                     a_b = mt * nt * tm * (kt * t.a.pitch if t.a.xt else kdim + kt) * 2
                     if fw:
