@@ -152,15 +152,11 @@ static inline float odl_act_f(int act, float v) {
   return v;
 }
 
-/* Activation derivative times the incoming gradient: from the stashed pre-activation (h-swish) or
- * post-activation (ReLU6: 0 < y < 6; ReLU: y > 0; sigmoid: y (1 - y)). */
+/* Activation derivative times the incoming gradient, from the stashed post-activation (ReLU6: 0 < y < 6;
+ * ReLU: y > 0; sigmoid: y (1 - y)). h-swish differentiates its stashed pre-activation: odl_hswish_grad. */
 static inline float odl_act_grad(int act, float st, float g) {
   if (act == ODL_ACT_RELU6) return g * (float)((st > 0.0f) & (st < 6.0f));
   if (act == ODL_ACT_RELU) return g * (float)(st > 0.0f);
-  if (act == ODL_ACT_HSWISH) {
-    float lo = (float)(st >= -3.0f), hi = (float)(st > 3.0f);
-    return g * (lo * (1.0f - hi) * (2.0f * st + 3.0f) * (1.0f / 6.0f) + hi);
-  }
   if (act == ODL_ACT_SIGMOID) return g * st * (1.0f - st);
   return g;
 }
@@ -220,8 +216,8 @@ void odl_act_tile(f16 *y, int rows, int cols, int p, int act, f16 *pre, int pp, 
   }
 }
 
-/* hswish'(st) g as odl_act_grad computes it, bit for bit where st is finite: (2 st + 3) / 6 between -3 and 3
- * (2 st + 3 exact, one rounding), 1 above, +0 below. The side is picked with masks, not branches, so that
+/* hswish'(st) g, from the pre-activation st: (2 st + 3) / 6 between -3 and 3 (2 st + 3 exact, one rounding),
+ * 1 above, +0 below. The side is picked with masks, not branches, so that
  * the time does not depend on the data: d = (mid & (in ^ hi)) | (1.0 & hi), in and hi all ones or zero. */
 static inline __attribute__((always_inline)) float odl_hswish_pick(float mid, uint32_t in, uint32_t hi, float g) {
   const uint32_t d = (odl_f32_bits(mid) & (in ^ hi)) | (0x3f800000u & hi);
