@@ -22,27 +22,31 @@ def imm_range(field: str = "imm_i") -> tuple[int, int]:
 
 
 def line(ident: str, **operands) -> str:
+    names, pieces = _template(ident)
+    if set(operands) != set(names):
+        raise ValueError(f"{ident}: operands are {list(names)}, got {sorted(operands)}")
+    return "".join(p if literal else str(operands[p]) for literal, p in pieces)
+
+
+@lru_cache(maxsize=None)
+def _template(ident: str) -> tuple:
+    """The operand names of an instruction and its pulp_isa.h macro body as (literal?, text) pieces: the
+    "literal" strings, and the #param substitutions by name (a generated kernel asks for thousands of lines)."""
     insn = _isa().by_id(ident)
-    names = [f.name for f in insn.ops]
-    missing = set(names) - set(operands)
-    extra = set(operands) - set(names)
-    if missing or extra:
-        raise ValueError(f"{ident}: operands are {names}, got {sorted(operands)}")
     text = gen_cheader.macro(insn).split(" ", 2)[2]  # the macro body: C string pieces
-    # Evaluate the macro body: "literal" pieces and #param / "x" #param substitutions.
-    out = []
+    pieces = []
     i = 0
     while i < len(text):
         if text[i] == '"':
             j = text.index('"', i + 1)
-            out.append(text[i + 1:j])
+            pieces.append((True, text[i + 1:j]))
             i = j + 1
         elif text[i] == "#":
             j = i + 1
             while j < len(text) and (text[j].isalnum() or text[j] == "_"):
                 j += 1
-            out.append(str(operands[text[i + 1:j]]))
+            pieces.append((False, text[i + 1:j]))
             i = j
         else:
             i += 1
-    return "".join(out)
+    return tuple(f.name for f in insn.ops), tuple(pieces)
