@@ -140,14 +140,6 @@ static inline void odl_panels(uint32_t *dst, const f16 *src, const uint16_t *tab
   }
 }
 
-/* Rows of K-pairs from columns of a K-major FP16 source S[kdim][cols] (element (k, r) at src[k * pitch + r]),
- * by units: unit u = tab[4u..4u+3] = (first column, 1 for one column or 1 + the words from its row to the
- * second's for two, word offset of its first row in dst, words between the row's K-pairs): two rows of
- * panels (step = the panels' rows; 2: the next row of one panel, more: the first row of the next panel
- * after an odd one) or of a transposed matrix (step 1, code 2, the second row tab[4 nu] words on). An odd kdim pairs its last
- * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
- * with core `c0`, so that two calls in a row together keep the cores even. The K-pairs go from pair kk0 on
- * in dst (src holds K from row 2 kk0 on): a source that arrives in parts is packed part by part. */
 /* Two adjacent columns into two rows of K-pairs (odl_packc2): from ODL_PACK_LONG pairs on, the routine whose
  * pairs are made in registers (6 cycles a pair instead of 7, 8 more a call: it pays from 8 pairs; at 12,
  * small layers' input gradients came out 0.2 - 0.3 % slower on `paper`, their code's first fetch). */
@@ -159,6 +151,14 @@ static inline void odl_packc2_any(uint32_t *d0, const f16 *src, int kp, int pitc
     odl_packc2(d0, src, (uint32_t)kp, (uint32_t)pitch * 2, d1, dstep);
 }
 
+/* Rows of K-pairs from columns of a K-major FP16 source S[kdim][cols] (element (k, r) at src[k * pitch + r]),
+ * by units: unit u = tab[4u..4u+3] = (first column, 1 for one column or 1 + the words from its row to the
+ * second's for two, word offset of its first row in dst, words between the row's K-pairs): two rows of
+ * panels (step = the panels' rows; 2: the next row of one panel, more: the first row of the next panel
+ * after an odd one) or of a transposed matrix (step 1, code 2, the second row tab[4 nu] words on). An odd kdim pairs its last
+ * element with zero; a column at or past `valid` gives a zero row. Units are dealt round-robin starting
+ * with core `c0`, so that two calls in a row together keep the cores even. The K-pairs go from pair kk0 on
+ * in dst (src holds K from row 2 kk0 on): a source that arrives in parts is packed part by part. */
 static inline void odl_units_tk(uint32_t *dst, const f16 *src, const uint16_t *tab, int nu, int valid, int kdim, int pitch,
                                 int c0, int kk0) {
   int nc = pi_cl_team_nb_cores(), k2 = (kdim + 1) / 2, kp = kdim / 2, gap = tab[4 * nu];
