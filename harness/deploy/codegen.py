@@ -519,8 +519,9 @@ class Gen:
                 continue
             for tm in row_cands:
                 low = compute(tm, tn)
+                low_nm = low + forks_nm(tm, tn) if nm_ok and tn < n else None   # None: no weight-stationary order
                 may_mn = may_beat(low + forks_mn(tm, tn))
-                if not (may_mn or (nm_ok and tn < n and may_beat(low + forks_nm(tm, tn)))):
+                if not (may_mn or (low_nm is not None and may_beat(low_nm))):
                     continue
                 lm = mem(tm, tn)
                 if lm > self.budget or not slab_ok(tm, tn):
@@ -529,8 +530,8 @@ class Gen:
                     c = cost(tm, tn)
                     if best is None or c < best[0]:
                         best = (c, tm, tn, "mn")
-                if nm_ok and tn < n and lm + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if rows_b else 0) \
-                        and may_beat(low + forks_nm(tm, tn)):
+                if low_nm is not None and lm + tn * wpitch * 2 <= self.budget + (tn * wpitch * 2 if rows_b else 0) \
+                        and may_beat(low_nm):   # (against the best the mn order may just have set)
                     c = cost_nm(tm, tn)
                     if c < best[0]:
                         best = (c, tm, tn, "nm")
